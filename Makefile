@@ -1,0 +1,56 @@
+# The workbook's commands. `make lab` to learn, `make test` to check everything.
+# Every target installs what it needs into .venv first; nothing is installed by hand.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# Re-install only when the dependency list or the package metadata changed.
+STAMP  := $(VENV)/.installed
+# As root (containers, CI) Jupyter refuses to start without --allow-root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file.
+NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+NB     ?= notebooks/*.ipynb
+
+.PHONY: help install lab test lint unit nbval bench execute clean
+
+help:
+	@echo "make lab      open the workbook in JupyterLab (installs first)"
+	@echo "make test     lint, unit tests and every notebook under nbval (small scale)"
+	@echo "make bench    run every registered comparison at full size (ARGS='--quick' for small)"
+	@echo "make execute  re-run notebooks in fresh kernels at full size and save them (NB=...)"
+	@echo "make clean    remove .venv"
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 10) <= v <= (3, 13) else "Python 3.10-3.13 is needed for TensorFlow 2.21; found %d.%d. Set PYTHON=python3.11 (or similar)." % v)'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { echo "Could not create $(VENV): on Debian/Ubuntu run 'apt-get install python3-venv'."; exit 1; }
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) notebooks/00_start_here.ipynb
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests --durations=10
+
+nbval: $(STAMP)
+	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(NBVAL) --durations=10 $(NB)
+
+# The one test command (README, CI): lint, then unit tests and notebooks in one pytest run.
+test: lint
+	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(NBVAL) --durations=15 tests notebooks
+
+bench: $(STAMP)
+	$(BIN)/python -m helpers.bench $(ARGS)
+
+execute: $(STAMP)
+	WORKBOOK_SCALE=full $(BIN)/python -m helpers.nbtools execute $(NB)
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,172 @@
+"""Notebook 00: check that this machine can run the workbook, and say how to fix what fails."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from helpers import env
+from helpers.exercises import Feedback, correct, not_yet
+
+#: Below this much free memory the full-size notebooks may push the machine into swap.
+MIN_AVAILABLE_GIB = 3.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One requirement: what was found, whether it passes, and how to fix it if not."""
+
+    requirement: str
+    found: str
+    status: str  # "pass", "FAIL" or "info"
+    fix: str = ""
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _major_minor(version: str | None) -> tuple[int, ...]:
+    if not version:
+        return ()
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def check_package(
+    dist: str,
+    want: tuple[int, ...],
+    fix: str,
+    version_of: Callable[[str], str | None] = _version,
+) -> Check:
+    """Pass when distribution ``dist`` is installed with a version starting with ``want``."""
+    found = version_of(dist)
+    ok = found is not None and _major_minor(found)[: len(want)] == want
+    requirement = f"{dist} {'.'.join(map(str, want))}.x" if want else dist
+    return Check(requirement, found or "not installed", "pass" if ok else "FAIL", "" if ok else fix)
+
+
+def checks(
+    version_of: Callable[[str], str | None] | None = None,
+    available_gib: float | None = None,
+) -> list[Check]:
+    """Every requirement of the workbook, checked in this kernel.
+
+    ``version_of`` and ``available_gib`` replace the real look-ups in tests.
+    """
+    import platform
+
+    import psutil
+
+    look_up = version_of or _version
+    fix = "run `make lab` from the repository (it installs the pinned versions)"
+    python = platform.python_version()
+    python_ok = env.python_ok(tuple(int(p) for p in python.split(".")[:2]))
+    rows = [
+        Check(
+            "Python 3.10-3.13",
+            python,
+            "pass" if python_ok else "FAIL",
+            "" if python_ok else "install Python 3.11 and run `make lab PYTHON=python3.11`",
+        ),
+        check_package("tensorflow", (2, 21), fix, look_up),
+        check_package("keras", (3,), fix, look_up),
+        check_package("ipywidgets", (8,), fix, look_up),
+        check_package("matplotlib", (3,), fix, look_up),
+        check_package("pandas", (), fix, look_up),
+        check_package(
+            "tf-performance-workbook",
+            (),
+            "`pip install -e .` in the repository root (make lab does it)",
+            look_up,
+        ),
+    ]
+    avail = psutil.virtual_memory().available / 2**30 if available_gib is None else available_gib
+    mem_ok = avail >= MIN_AVAILABLE_GIB
+    rows.append(
+        Check(
+            f"free memory >= {MIN_AVAILABLE_GIB:g} GiB",
+            f"{avail:.1f} GiB",
+            "pass" if mem_ok else "FAIL",
+            "" if mem_ok else "close other programs, or run with WORKBOOK_SCALE=small",
+        )
+    )
+    try:
+        rows.append(Check("WORKBOOK_SCALE is small or full", env.scale(), "pass"))
+    except ValueError as exc:
+        rows.append(
+            Check("WORKBOOK_SCALE is small or full", str(exc), "FAIL", "unset it, or set it to full")
+        )
+    return rows
+
+
+def gpu_check() -> Check:
+    """Information only: a GPU changes some results, but no notebook needs one."""
+    gpus = env.has_gpu()
+    return Check(
+        "GPU (optional)",
+        "found" if gpus else "none",
+        "info",
+        "" if gpus else "nothing to fix: every notebook runs on the CPU",
+    )
+
+
+def report(rows: list[Check]) -> Any:
+    """The checks as a table (requirement, found, status, fix)."""
+    import pandas as pd
+
+    return pd.DataFrame([r.__dict__ for r in rows]).set_index("requirement")
+
+
+def summary(rows: list[Check]) -> str:
+    """One line: all passed, or which failed."""
+    failed = [r.requirement for r in rows if r.status == "FAIL"]
+    counted = [r for r in rows if r.status != "info"]
+    if not failed:
+        return f"All {len(counted)} requirements met: the workbook is ready to run."
+    return f"{len(failed)} of {len(counted)} requirements failed: {', '.join(failed)}. See the fix column."
+
+
+def check_graph_function(fn: Any) -> Feedback:
+    """Exercise 1: ``fn`` is a ``tf.function`` returning ``graphs.small_ops_chain(x, 50)``."""
+    import tensorflow as tf
+
+    from helpers import graphs
+
+    if not hasattr(fn, "get_concrete_function"):
+        return not_yet("fast_chain must be a tf.function (put @tf.function above its def).")
+    x = tf.random.stateless_uniform([16], seed=(3, 4))
+    try:
+        got = fn(x)
+    except Exception as exc:  # the learner's code: report, do not crash the notebook
+        return not_yet(f"fast_chain(x) raised {type(exc).__name__}: {exc}")
+    want = graphs.small_ops_chain(x, 50)
+    if getattr(got, "shape", None) != want.shape or not bool(
+        tf.reduce_all(tf.abs(tf.cast(got, want.dtype) - want) < 1e-5)
+    ):
+        return not_yet("fast_chain(x) does not return the same values as small_ops_chain(x, 50).")
+    return correct("one graph, same numbers as the eager chain.")
+
+
+def check_warmup(first: Any, steady: Any) -> Feedback:
+    """Exercise 2: ``first`` is a first-call time in seconds, ``steady`` a ``Timing`` of later calls."""
+    from helpers import timing
+
+    if not isinstance(first, float) or first <= 0:
+        return not_yet("first must be the seconds of one call, from timing.time_once(...).")
+    if not isinstance(steady, timing.Timing) or steady.count < 5:
+        return not_yet("steady must come from timing.measure(..., repeats=5 or more).")
+    if first <= steady.median:
+        return not_yet(
+            "the first call was not slower than the steady state. Did you time a "
+            "function that was already traced? Build a new tf.function and try again."
+        )
+    return correct(f"the first call took {first / steady.median:.0f}x as long as a steady call: that is tracing.")

@@ -1,0 +1,302 @@
+"""Honest timing: warm up, repeat, force the result before the clock stops, report the spread.
+
+``measure`` times one callable; ``compare`` times several interleaved on the same inputs and
+returns a pandas table with each variant's median, spread and speed-up against a baseline.
+Give ``items`` (images, examples, batches per call) to get throughput in items per second.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The seconds each timed call took, with the statistics the workbook reports."""
+
+    label: str
+    seconds: tuple[float, ...]
+    items: int | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.seconds)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def minimum(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def maximum(self) -> float:
+        return max(self.seconds)
+
+    @property
+    def q1(self) -> float:
+        return _quantile(self.seconds, 0.25)
+
+    @property
+    def q3(self) -> float:
+        return _quantile(self.seconds, 0.75)
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def throughput(self) -> float | None:
+        """Items per second at the median, when ``items`` was given."""
+        return None if self.items is None else self.items / self.median
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.label}: median {format_seconds(self.median)} "
+            f"(IQR {format_seconds(self.q1)}-{format_seconds(self.q3)}, "
+            f"min {format_seconds(self.minimum)}, n={self.count})"
+        )
+        if self.throughput is not None:
+            text += f", {self.throughput:,.0f} items/s"
+        return text
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default), exact for one value."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def format_seconds(seconds: float) -> str:
+    """Format a duration with a readable unit: ``1.23 s``, ``4.56 ms``, ``7.8 µs``."""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def force(result: Any) -> Any:
+    """Wait until ``result`` is computed: ``.numpy()`` every tensor in it, sync GPUs if any.
+
+    TensorFlow dispatches work asynchronously; a timer that stops before this measures
+    only the dispatch. Plain Python and NumPy values pass through untouched.
+    """
+    leaves: list[Any] = []
+    _flatten(result, leaves)
+    for leaf in leaves:
+        numpy = getattr(leaf, "numpy", None)
+        if callable(numpy):
+            numpy()
+    tf = sys.modules.get("tensorflow")
+    if tf is not None and leaves and _has_gpu(tf):
+        tf.experimental.sync_devices()
+    return result
+
+
+def _flatten(value: Any, out: list[Any]) -> None:
+    if isinstance(value, Mapping):
+        for v in value.values():
+            _flatten(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _flatten(v, out)
+    elif value is not None:
+        out.append(value)
+
+
+_GPU_CACHE: dict[int, bool] = {}
+
+
+def _has_gpu(tf: Any) -> bool:
+    key = id(tf)
+    if key not in _GPU_CACHE:
+        _GPU_CACHE[key] = bool(tf.config.list_physical_devices("GPU"))
+    return _GPU_CACHE[key]
+
+
+def _check_callable(name: str, fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"variant {name!r} must be callable, got {type(fn).__name__}: {fn!r}")
+
+
+def _check_counts(warmup: int, repeats: int, min_time: float, items: int | None) -> None:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a whole number >= 0, got {warmup!r}")
+    if not isinstance(min_time, (int, float)) or min_time < 0 or math.isnan(min_time):
+        raise ValueError(f"min_time must be seconds >= 0, got {min_time!r}")
+    if items is not None and (isinstance(items, bool) or not isinstance(items, int) or items < 1):
+        raise ValueError(f"items must be a whole number >= 1 or None, got {items!r}")
+
+
+def time_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
+    """Seconds for one call, result forced: for first-call costs (tracing, compiling)."""
+    _check_callable(getattr(fn, "__name__", "fn"), fn)
+    start = time.perf_counter()
+    force(fn(*args, **kwargs))
+    return time.perf_counter() - start
+
+
+def measure(
+    fn: Callable[..., Any],
+    *args: Any,
+    warmup: int = 1,
+    repeats: int = 5,
+    min_time: float = 0.0,
+    max_repeats: int = 10_000,
+    items: int | None = None,
+    label: str | None = None,
+) -> Timing:
+    """Time ``fn(*args)``: ``warmup`` untimed calls, then at least ``repeats`` timed calls,
+    more until they add up to ``min_time`` seconds (at most ``max_repeats``)."""
+    name = label or getattr(fn, "__name__", "fn")
+    _check_callable(name, fn)
+    _check_counts(warmup, repeats, min_time, items)
+    for _ in range(warmup):
+        force(fn(*args))
+    seconds: list[float] = []
+    while len(seconds) < repeats or (sum(seconds) < min_time and len(seconds) < max_repeats):
+        start = time.perf_counter()
+        force(fn(*args))
+        seconds.append(time.perf_counter() - start)
+    return Timing(name, tuple(seconds), items)
+
+
+def compare(
+    variants: Mapping[str, Callable[..., Any]],
+    *args: Any,
+    baseline: str | None = None,
+    warmup: int = 1,
+    repeats: int = 5,
+    min_time: float = 0.0,
+    max_repeats: int = 1_000,
+    items: int | None = None,
+    on_progress: ProgressFn | None = None,
+) -> Any:
+    """Time each variant on the same ``args``, interleaved round by round; return a table.
+
+    Runs at least ``repeats`` rounds, and more (up to ``max_repeats``) until all the timed
+    calls add up to ``min_time`` seconds.
+
+    Rows are variants (baseline first). Columns: median/min/max/q1/q3 in seconds, repeats,
+    ``speedup`` (baseline median / variant median; above 1 means faster than the baseline)
+    with ``speedup_low``/``speedup_high`` from the quartiles, and ``items_per_s`` when
+    ``items`` is given. ``table.attrs`` keeps ``baseline`` and the raw ``timings``.
+    ``on_progress(done, total)`` is called after each round.
+    """
+    if not isinstance(variants, Mapping) or not variants:
+        raise ValueError(
+            f"variants must be a non-empty dict of name -> callable, got {variants!r}"
+        )
+    for name, fn in variants.items():
+        _check_callable(name, fn)
+    _check_counts(warmup, repeats, min_time, items)
+    names = list(variants)
+    baseline = names[0] if baseline is None else baseline
+    if baseline not in variants:
+        raise ValueError(f"baseline {baseline!r} is not one of the variants {names}")
+    names.remove(baseline)
+    names.insert(0, baseline)
+
+    for _ in range(warmup):
+        for name in names:
+            force(variants[name](*args))
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    done = 0
+    while done < repeats or (
+        sum(map(sum, seconds.values())) < min_time and done < max_repeats
+    ):
+        # Rotate the order each round so no variant always runs first (warm caches, turbo).
+        shift = done % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            force(variants[name](*args))
+            seconds[name].append(time.perf_counter() - start)
+        done += 1
+        if on_progress is not None:
+            on_progress(done, max(repeats, done))
+
+    timings = {name: Timing(name, tuple(s), items) for name, s in seconds.items()}
+    return comparison_table(timings, baseline)
+
+
+def comparison_table(timings: Mapping[str, Timing], baseline: str) -> Any:
+    """Build ``compare``'s table from timings already taken (baseline row first)."""
+    import pandas as pd
+
+    if baseline not in timings:
+        raise ValueError(f"baseline {baseline!r} is not one of {list(timings)}")
+    base = timings[baseline]
+    rows = []
+    for name, t in timings.items():
+        row = {
+            "variant": name,
+            "median_s": t.median,
+            "min_s": t.minimum,
+            "max_s": t.maximum,
+            "q1_s": t.q1,
+            "q3_s": t.q3,
+            "repeats": t.count,
+            "speedup": _ratio(base.median, t.median),
+            "speedup_low": _ratio(base.q1, t.q3),
+            "speedup_high": _ratio(base.q3, t.q1),
+        }
+        if t.items is not None:
+            row["items_per_s"] = t.items / t.median
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("variant")
+    table.attrs["baseline"] = baseline
+    table.attrs["timings"] = dict(timings)
+    return table
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b, with inf (or nan for 0/0) where the clock could not resolve b."""
+    if b > 0:
+        return a / b
+    return math.nan if a == 0 else math.inf
+
+
+def verdict(table: Any, variant: str | None = None) -> str:
+    """One line that says how a variant compares with the baseline, with its spread.
+
+    Without ``variant``, speaks of the fastest non-baseline row.
+    """
+    baseline = table.attrs.get("baseline", table.index[0])
+    others = [name for name in table.index if name != baseline]
+    if not others:
+        row = table.loc[baseline]
+        return f"{baseline}: median {format_seconds(row['median_s'])} over {int(row['repeats'])} runs."
+    if variant is None:
+        variant = max(others, key=lambda name: table.loc[name, "speedup"])
+    if variant not in table.index:
+        raise ValueError(f"variant {variant!r} is not in the table {list(table.index)}")
+    row = table.loc[variant]
+    low, high, speedup = row["speedup_low"], row["speedup_high"], row["speedup"]
+    if not all(math.isfinite(v) and v > 0 for v in (low, high, speedup)):
+        return (
+            f"{variant} vs {baseline}: some calls were too fast for the clock to time; "
+            "use a bigger workload."
+        )
+    spread = f"IQR range {low:.2f}-{high:.2f}x, {int(row['repeats'])} runs each"
+    if low <= 1.0 <= high:
+        return (
+            f"{variant} vs {baseline}: no clear difference ({speedup:.2f}x; {spread}); "
+            "the runs overlap, so rerun with more repeats before drawing a conclusion."
+        )
+    if speedup >= 1:
+        return f"{variant} is {speedup:.2f}x faster than {baseline} ({spread})."
+    return f"{variant} is {1 / speedup:.2f}x slower than {baseline} ({spread})."

@@ -1,0 +1,198 @@
+"""One comparison widget for every notebook, and the static figure and table it also leaves.
+
+``show(table)`` puts a bar chart of medians with their spread, the table and a verdict line
+into the saved notebook. ``ComparisonWidget`` reruns the same comparison live with other
+settings. The widget writes only through ``Output.append_*`` (never ``with out:``), which
+behaves the same under JupyterLab, nbconvert and nbval.
+"""
+
+from __future__ import annotations
+
+import io
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from helpers import timing
+
+VariantsFactory = Callable[..., Mapping[str, Callable[..., Any]]]
+
+
+def figure(table: Any, title: str = "", unit: str = "ms") -> Any:
+    """A bar chart of each variant's median time, whiskers from the first to third quartile.
+
+    With an ``items_per_s`` column the bars show throughput instead (higher is better).
+    Returns a matplotlib ``Figure`` that is not registered with pyplot (no double display).
+    """
+    from matplotlib.figure import Figure
+
+    scale = {"s": 1.0, "ms": 1e3, "us": 1e6}
+    if unit not in scale:
+        raise ValueError(f"unit must be one of {sorted(scale)}, got {unit!r}")
+    names = [str(name) for name in table.index]
+    fig = Figure(figsize=(6.4, 0.6 + 0.5 * max(2, len(names))), layout="constrained")
+    ax = fig.add_subplot()
+    if "items_per_s" in table.columns:
+        items = table["items_per_s"] * table["median_s"]
+        values = table["items_per_s"]
+        low = values - items / table["q3_s"]
+        high = items / table["q1_s"] - values
+        ax.set_xlabel("items per second (median; whiskers: interquartile range)")
+    else:
+        values = table["median_s"] * scale[unit]
+        low = values - table["q1_s"] * scale[unit]
+        high = table["q3_s"] * scale[unit] - values
+        ax.set_xlabel(f"time per call, {unit} (median; whiskers: interquartile range)")
+    baseline = table.attrs.get("baseline", names[0])
+    colors = ["#9e9e9e" if name == baseline else "#1f77b4" for name in names]
+    low, high = low.clip(lower=0), high.clip(lower=0)
+    ax.barh(names, values, xerr=[low, high], color=colors, capsize=4)
+    ax.invert_yaxis()
+    for y, (end, speedup) in enumerate(zip(values + high, table["speedup"], strict=True)):
+        ax.annotate(f"  {speedup:.2f}x", (end, y), va="center", fontsize=9)
+    ax.margins(x=0.2)
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def png(fig: Any) -> bytes:
+    """Render a matplotlib figure to PNG bytes."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    return buffer.getvalue()
+
+
+def display_table(table: Any) -> Any:
+    """The comparison table with readable units (a styled copy for display)."""
+    columns = {
+        "median_s": "median",
+        "q1_s": "q1",
+        "q3_s": "q3",
+        "min_s": "min",
+        "max_s": "max",
+    }
+    shown = table.copy()
+    for col in columns:
+        shown[col] = shown[col].map(timing.format_seconds)
+    shown = shown.rename(columns=columns)
+    shown["speedup"] = [
+        f"{s:.2f}x ({lo:.2f}-{hi:.2f})"
+        for s, lo, hi in zip(table["speedup"], table["speedup_low"], table["speedup_high"], strict=True)
+    ]
+    shown = shown.drop(columns=["speedup_low", "speedup_high"])
+    if "items_per_s" in shown.columns:
+        shown["items_per_s"] = table["items_per_s"].map(lambda v: f"{v:,.0f}")
+    return shown
+
+
+def show(table: Any, title: str = "", unit: str = "ms") -> None:
+    """Display the static figure, the table and the verdict for the saved notebook."""
+    from IPython.display import Image, display
+
+    display(Image(data=png(figure(table, title, unit))))
+    display(display_table(table))
+    print(timing.verdict(table))
+
+
+class ComparisonWidget:
+    """Controls, a Run button, a progress bar, and a chart plus verdict for a comparison.
+
+    ``make_variants(**params)`` builds the dict of variants from the current control values;
+    ``controls`` maps each parameter name to an ipywidget or to a list of choices (a dropdown).
+    ``items(**params)``, when given, turns times into throughput.
+    """
+
+    def __init__(
+        self,
+        make_variants: VariantsFactory,
+        controls: Mapping[str, Any] | None = None,
+        *,
+        title: str = "",
+        baseline: str | None = None,
+        repeats: int = 5,
+        warmup: int = 1,
+        items: Callable[..., int] | None = None,
+        unit: str = "ms",
+    ) -> None:
+        import ipywidgets as W
+
+        if not callable(make_variants):
+            raise TypeError(f"make_variants must be callable, got {make_variants!r}")
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
+        self.make_variants = make_variants
+        self.title, self.baseline, self.warmup, self.items, self.unit = (
+            title, baseline, warmup, items, unit,
+        )
+        self.controls = {name: _control(name, spec) for name, spec in (controls or {}).items()}
+        self.repeats = W.IntSlider(value=repeats, min=1, max=max(50, repeats), description="repeats")
+        self.button = W.Button(description="Run", button_style="primary", icon="play")
+        self.progress = W.IntProgress(value=0, min=0, max=1, description="idle")
+        self.out = W.Output()
+        self.last: Any = None
+        self.button.on_click(lambda _: self.run())
+        rows = [*self.controls.values(), self.repeats, W.HBox([self.button, self.progress])]
+        self.box = W.VBox([*rows, self.out])
+
+    def params(self) -> dict[str, Any]:
+        """The current value of every control."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def run(self) -> Any:
+        """Run the comparison with the current settings and show the result; return the table."""
+        self.button.disabled = True
+        self.progress.value, self.progress.max = 0, self.repeats.value
+        self.progress.description = "running"
+        self.out.outputs = ()  # clear_output() only works with a front end attached
+        try:
+            params = self.params()
+            table = timing.compare(
+                self.make_variants(**params),
+                baseline=self.baseline,
+                warmup=self.warmup,
+                repeats=self.repeats.value,
+                items=self.items(**params) if self.items else None,
+                on_progress=self._on_progress,
+            )
+        except Exception as exc:  # show the learner what went wrong, keep the widget usable
+            self.out.append_stderr(f"Run failed: {type(exc).__name__}: {exc}\n")
+            self.out.append_stderr("".join(traceback.format_exception(exc)[-3:]))
+            self.progress.description = "failed"
+            return None
+        finally:
+            self.button.disabled = False
+        from IPython.display import Image
+
+        settings = ", ".join(f"{k}={v}" for k, v in params.items())
+        title = f"{self.title} ({settings})" if settings else self.title
+        self.out.append_display_data(Image(data=png(figure(table, title, self.unit))))
+        self.out.append_display_data(display_table(table))
+        self.out.append_stdout(timing.verdict(table) + "\n")
+        self.progress.description = "done"
+        self.last = table
+        return table
+
+    def _on_progress(self, done: int, total: int) -> None:
+        self.progress.max = total
+        self.progress.value = done
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.box)
+
+
+def _control(name: str, spec: Any) -> Any:
+    """An ipywidget for one parameter: a widget as given, or a dropdown of a list of choices."""
+    import ipywidgets as W
+
+    if isinstance(spec, W.ValueWidget):
+        if not spec.description:
+            spec.description = name
+        return spec
+    if isinstance(spec, Sequence) and not isinstance(spec, str) and len(spec) > 0:
+        return W.Dropdown(options=list(spec), value=spec[0], description=name)
+    raise TypeError(
+        f"control {name!r} must be an ipywidget or a non-empty list of choices, got {spec!r}"
+    )

@@ -1,0 +1,119 @@
+"""Unit tests for helpers.bench: the registry, selection, records and the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+from helpers import bench
+
+
+def fake_variants(n: int = 1):
+    return {"slow": lambda: sum(range(2000 * n)), "fast": lambda: n, "other": lambda: 0}
+
+
+FAKE = bench.Comparison(
+    id="fake.slow_vs_fast", title="fake", make_variants=fake_variants,
+    baseline="slow", variant="fast", quick={"n": 1}, full={"n": 3}, repeats=3, min_time=0.0,
+)
+
+
+@pytest.fixture
+def fake_module(monkeypatch):
+    module = types.ModuleType("fake_topic")
+    module.BENCHMARKS = [FAKE]
+    monkeypatch.setitem(sys.modules, "fake_topic", module)
+    monkeypatch.setattr(bench, "TOPIC_MODULES", ("fake_topic",))
+    return module
+
+
+def test_registry_holds_the_workbook_comparisons():
+    ids = bench.registry()
+    assert "graphs.eager_vs_function" in ids
+    for comparison in ids.values():
+        assert comparison.baseline != comparison.variant
+
+
+def test_duplicate_and_foreign_entries(fake_module):
+    fake_module.BENCHMARKS = [FAKE, FAKE]
+    with pytest.raises(ValueError, match="registered twice"):
+        bench.registry()
+    fake_module.BENCHMARKS = ["not a comparison"]
+    with pytest.raises(TypeError, match="not a Comparison"):
+        bench.registry()
+
+
+@pytest.mark.parametrize("bad_id", ["nodot", "Upper.case", "a.b.c", ""])
+def test_bad_ids(bad_id):
+    with pytest.raises(ValueError, match="must look like 'topic.name'"):
+        bench.Comparison(bad_id, "t", fake_variants, "slow", "fast")
+
+
+def test_same_baseline_and_variant():
+    with pytest.raises(ValueError, match="baseline and variant"):
+        bench.Comparison("a.b", "t", fake_variants, "slow", "slow")
+
+
+def test_select_unknown_id():
+    with pytest.raises(ValueError, match=r"unknown comparison id\(s\) \['nope.x'\]"):
+        bench.select({"a.b": FAKE}, ["nope.x"])
+    assert bench.select({"a.b": FAKE}, None) == [FAKE]
+
+
+def test_run_record_schema():
+    record = FAKE.run(quick=True)
+    assert set(record) == {
+        "id", "baseline", "variant", "baseline_s", "variant_s", "speedup", "spread", "repeats", "params",
+    }
+    assert record["speedup"] == pytest.approx(record["baseline_s"] / record["variant_s"])
+    assert record["spread"][0] <= record["speedup"] <= record["spread"][1]
+    assert record["params"] == {"n": 1} and record["repeats"] == 3
+
+
+def test_run_missing_variant():
+    broken = bench.Comparison("a.b", "t", lambda: {"slow": lambda: 1}, "slow", "fast")
+    with pytest.raises(ValueError, match=r"did not return \['fast'\]"):
+        broken.run()
+
+
+def test_main_list_and_run(fake_module, tmp_path, capsys):
+    assert bench.main(["--list"]) == 0
+    assert capsys.readouterr().out == "fake.slow_vs_fast\tfake\n"
+    out = tmp_path / "results" / "bench.json"
+    assert bench.main(["--only", "fake.slow_vs_fast", "--quick", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| fake.slow_vs_fast | slow | fast |" in printed
+    result = json.loads(out.read_text())
+    assert set(result) >= {"machine", "comparisons"}
+    assert result["machine"]["tensorflow"].startswith("2.21")
+    assert [c["id"] for c in result["comparisons"]] == ["fake.slow_vs_fast"]
+
+
+def test_main_unknown_id_exits_with_usage_error(fake_module, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--only", "nope.x"])
+    assert exc.value.code == 2
+    assert "unknown comparison id" in capsys.readouterr().err
+
+
+def test_markdown_table():
+    text = bench.markdown([FAKE.run(quick=True)])
+    assert text.splitlines()[0].startswith("| id | baseline | variant |")
+    assert text.count("\n") == 2
+
+
+def test_command_line_runs_the_real_notebook_00_comparison(tmp_path):
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "helpers.bench", "--quick", "--only", "graphs.eager_vs_function",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    record = json.loads(out.read_text())["comparisons"][0]
+    assert record["id"] == "graphs.eager_vs_function"
+    assert record["baseline_s"] > 0 and record["variant_s"] > 0

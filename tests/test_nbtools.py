@@ -1,0 +1,89 @@
+"""Unit tests for helpers.nbtools: hygiene checks and executing a notebook safely."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from helpers import nbtools
+
+
+def notebook(*cells):
+    return new_notebook(cells=[new_markdown_cell("# Title"), *cells])
+
+
+def ran(source, *outputs, count=1):
+    cell = new_code_cell(source, execution_count=count)
+    cell.outputs = list(outputs)
+    return cell
+
+
+def test_clean_notebook_has_no_problems():
+    nb = notebook(ran("1 + 1", new_output("execute_result", {"text/plain": "2"}, execution_count=1)))
+    assert nbtools.problems(nb) == []
+
+
+def test_problems_found():
+    nb = notebook(
+        ran("boom()", new_output("error", ename="NameError", evalue="boom", traceback=[]), count=1),
+        ran("x", new_output("stream", name="stderr", text="W0000 log line"), count=2),
+        ran("p", new_output("stream", name="stdout", text="saved to /tmp/abc/model"), count=3),
+        ran("# NBVAL_RAISES_EXCEPTION\nraise E", new_output("error", ename="E", evalue="", traceback=[]), count=4),
+    )
+    found = nbtools.problems(nb)
+    assert any("cell 1: unexpected error NameError" in f for f in found)
+    assert any("cell 2: a stderr output" in f for f in found)
+    assert any("cell 3: output shows a machine path (/tmp/" in f for f in found)
+    assert not any("cell 4" in f for f in found)
+
+
+def test_title_and_execution_order():
+    nb = new_notebook(cells=[new_markdown_cell("no title"), ran("1", count=2), ran("2", count=1)])
+    found = nbtools.problems(nb)
+    assert "the first cell is not a markdown '# Title'" in found
+    assert any("execution counts" in f for f in found)
+
+
+def test_strip_stderr_keeps_everything_else():
+    nb = notebook(ran("x", new_output("stream", name="stderr", text="e"), new_output("stream", name="stdout", text="o")))
+    assert nbtools.strip_stderr(nb) == 1
+    assert [o["name"] for o in nb.cells[1].outputs] == ["stdout"]
+
+
+def test_mark_expected_errors_is_idempotent():
+    nb = notebook(new_code_cell("# NBVAL_RAISES_EXCEPTION\n1/0"), new_code_cell("1"))
+    nbtools.mark_expected_errors(nb)
+    nbtools.mark_expected_errors(nb)
+    assert nb.cells[1].metadata["tags"] == ["raises-exception"]
+    assert "tags" not in nb.cells[2].metadata
+
+
+def test_execute_saves_a_clean_run(tmp_path):
+    path = tmp_path / "ok.ipynb"
+    nbformat.write(notebook(
+        new_code_cell("import sys\nprint('hello')\nprint('noise', file=sys.stderr)"),
+        new_code_cell("# NBVAL_RAISES_EXCEPTION\n1 / 0"),
+        new_code_cell("2 + 3"),
+    ), path)
+    nbtools.execute(path, timeout=60)
+    saved = nbformat.read(path, as_version=4)
+    assert [c.get("execution_count") for c in saved.cells[1:]] == [1, 2, 3]
+    assert saved.cells[1].outputs == [new_output("stream", name="stdout", text="hello\n")]
+    assert saved.cells[2].outputs[0]["ename"] == "ZeroDivisionError"
+    assert saved.cells[3].outputs[0]["data"]["text/plain"] == "5"
+
+
+def test_execute_failure_leaves_the_file_untouched(tmp_path):
+    path = tmp_path / "bad.ipynb"
+    nbformat.write(notebook(new_code_cell("raise ValueError('nope')")), path)
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError, match="a cell failed, nothing saved"):
+        nbtools.execute(path, timeout=60)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.ipynb"]
+
+
+def test_execute_rejects_non_notebooks(tmp_path):
+    with pytest.raises(ValueError, match="not a notebook file"):
+        nbtools.execute(tmp_path / "missing.ipynb")

@@ -1,0 +1,74 @@
+"""Unit tests for helpers.start (the environment check of notebook 00)."""
+
+from __future__ import annotations
+
+from helpers import start
+
+GOOD = {
+    "tensorflow": "2.21.0", "keras": "3.15.1", "ipywidgets": "8.1.9", "matplotlib": "3.11.2",
+    "pandas": "3.1.1", "tf-performance-workbook": "0.1.0",
+}
+
+
+def test_all_pass_with_good_versions(monkeypatch):
+    monkeypatch.delenv("WORKBOOK_SCALE", raising=False)
+    rows = start.checks(version_of=GOOD.get, available_gib=8.0)
+    assert {r.status for r in rows} == {"pass"}
+    assert start.summary(rows) == f"All {len(rows)} requirements met: the workbook is ready to run."
+
+
+def test_wrong_or_missing_packages_fail_with_a_fix():
+    versions = {**GOOD, "tensorflow": "2.15.1"}
+    del versions["ipywidgets"]
+    rows = {r.requirement: r for r in start.checks(version_of=versions.get, available_gib=8.0)}
+    assert rows["tensorflow 2.21.x"].status == "FAIL" and "make lab" in rows["tensorflow 2.21.x"].fix
+    assert rows["ipywidgets 8.x"].found == "not installed"
+    summary = start.summary(list(rows.values()))
+    assert summary.startswith("2 of ") and "tensorflow 2.21.x, ipywidgets 8.x" in summary
+
+
+def test_low_memory_and_bad_scale(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_SCALE", "tiny")
+    rows = {r.requirement: r for r in start.checks(version_of=GOOD.get, available_gib=1.0)}
+    assert rows["free memory >= 3 GiB"].status == "FAIL"
+    assert "WORKBOOK_SCALE" in rows["free memory >= 3 GiB"].fix
+    assert rows["WORKBOOK_SCALE is small or full"].status == "FAIL"
+
+
+def test_version_prefix_matching():
+    assert start.check_package("x", (2, 21), "", {"x": "2.21.0rc1"}.get).status == "pass"
+    assert start.check_package("x", (2, 2), "", {"x": "2.21.0"}.get).status == "FAIL"
+
+
+def test_gpu_row_is_information_only():
+    row = start.gpu_check()
+    assert row.status == "info"
+    table = start.report([row])
+    assert list(table.columns) == ["found", "status", "fix"]
+
+
+def test_check_graph_function():
+    import tensorflow as tf
+
+    from helpers import graphs
+
+    result = start.check_graph_function(None)
+    assert not result and "must be a tf.function" in repr(result)
+    result = start.check_graph_function(tf.function(lambda x: graphs.small_ops_chain(x, 49)))
+    assert not result and "not return the same values" in repr(result)
+    result = start.check_graph_function(tf.function(lambda x: x / 0 + undefined))  # noqa: F821
+    assert not result and "raised" in repr(result)
+    result = start.check_graph_function(tf.function(lambda x: graphs.small_ops_chain(x, 50)))
+    assert result and repr(result).startswith("Correct")
+
+
+def test_check_warmup():
+    from helpers import timing
+
+    steady = timing.Timing("f", (0.001,) * 5)
+    assert not start.check_warmup(None, steady)
+    assert not start.check_warmup(0.5, timing.Timing("f", (0.001,) * 2))
+    result = start.check_warmup(0.0005, steady)
+    assert not result and "already traced" in repr(result)
+    result = start.check_warmup(0.05, steady)
+    assert result and "50x as long" in repr(result)

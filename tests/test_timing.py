@@ -1,0 +1,205 @@
+"""Unit tests for helpers.timing, on a fake clock so every number is exact."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import timing
+
+
+class FakeClock:
+    """Stands in for time.perf_counter; work advances it by known amounts."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def work(self, seconds: float):
+        def fn(*args):
+            self.now += seconds
+            return args
+        return fn
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", fake)
+    return fake
+
+
+class LazyTensor:
+    """Like an EagerTensor: its cost is paid only when .numpy() is called."""
+
+    def __init__(self, clock: FakeClock, seconds: float) -> None:
+        self.clock, self.seconds, self.forced = clock, seconds, 0
+
+    def numpy(self):
+        self.clock.now += self.seconds
+        self.forced += 1
+        return 0
+
+
+def test_timing_statistics():
+    t = timing.Timing("x", (4.0, 1.0, 3.0, 2.0, 5.0), items=10)
+    assert (t.count, t.median, t.minimum, t.maximum) == (5, 3.0, 1.0, 5.0)
+    assert (t.q1, t.q3, t.iqr) == (2.0, 4.0, 2.0)
+    assert t.throughput == pytest.approx(10 / 3.0)
+    assert "median 3.00 s" in str(t)
+
+
+def test_measure_counts_warmup_and_repeats(clock):
+    calls = []
+    def fn():
+        calls.append(clock.now)
+        clock.now += 0.5
+    t = timing.measure(fn, warmup=2, repeats=3)
+    assert len(calls) == 5 and t.count == 3
+    assert t.seconds == (0.5, 0.5, 0.5)
+
+
+def test_measure_min_time_adds_repeats(clock):
+    t = timing.measure(clock.work(0.125), repeats=2, min_time=1.0)
+    assert t.count == 8
+    assert sum(t.seconds) == pytest.approx(1.0)
+
+
+def test_measure_stops_at_max_repeats(clock):
+    t = timing.measure(clock.work(0.001), repeats=1, min_time=100.0, max_repeats=7)
+    assert t.count == 7
+
+
+def test_force_waits_for_nested_tensors_before_the_clock_stops(clock):
+    inner = LazyTensor(clock, 0.25)
+    outer = LazyTensor(clock, 0.5)
+    t = timing.measure(lambda: {"a": [inner, (outer, None)], "b": 3}, warmup=0, repeats=2)
+    # Without forcing, the measured time would be zero: the cost sits in .numpy().
+    assert t.seconds == (0.75, 0.75)
+    assert inner.forced == outer.forced == 2
+
+
+def test_time_once_forces(clock):
+    lazy = LazyTensor(clock, 2.0)
+    assert timing.time_once(lambda: lazy) == 2.0
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "3"])
+def test_bad_repeats(bad):
+    with pytest.raises(ValueError, match="repeats"):
+        timing.measure(lambda: None, repeats=bad)
+    with pytest.raises(ValueError, match="repeats"):
+        timing.compare({"a": lambda: None}, repeats=bad)
+
+
+def test_bad_warmup_min_time_items():
+    with pytest.raises(ValueError, match="warmup"):
+        timing.measure(lambda: None, warmup=-1)
+    with pytest.raises(ValueError, match="min_time"):
+        timing.measure(lambda: None, min_time=-0.1)
+    with pytest.raises(ValueError, match="items"):
+        timing.compare({"a": lambda: None}, items=0)
+
+
+def test_non_callable_variant_is_named():
+    with pytest.raises(TypeError, match="variant 'b' must be callable"):
+        timing.compare({"a": lambda: None, "b": 42})
+    with pytest.raises(TypeError, match="must be callable"):
+        timing.measure("not a function")
+
+
+@pytest.mark.parametrize("bad", [{}, None, [lambda: None]])
+def test_empty_or_wrong_variants(bad):
+    with pytest.raises(ValueError, match="non-empty dict"):
+        timing.compare(bad)
+
+
+def test_unknown_baseline():
+    with pytest.raises(ValueError, match="baseline 'c' is not one of"):
+        timing.compare({"a": lambda: None, "b": lambda: None}, baseline="c")
+
+
+def test_compare_interleaves_and_rotates(clock):
+    order = []
+    def variant(name, seconds):
+        def fn():
+            order.append(name)
+            clock.now += seconds
+        return fn
+    table = timing.compare(
+        {"slow": variant("slow", 0.4), "fast": variant("fast", 0.1)}, warmup=1, repeats=3
+    )
+    # one warm-up round in order, then rounds that rotate who goes first
+    assert order == ["slow", "fast", "slow", "fast", "fast", "slow", "slow", "fast"]
+    assert list(table.index) == ["slow", "fast"]
+    assert table.loc["fast", "speedup"] == pytest.approx(4.0)
+    assert table.loc["slow", "speedup"] == pytest.approx(1.0)
+    assert table.attrs["baseline"] == "slow"
+    assert int(table.loc["fast", "repeats"]) == 3
+
+
+def test_compare_passes_the_same_args_to_every_variant(clock):
+    seen = []
+    data = object()
+    timing.compare({"a": seen.append, "b": seen.append}, data, warmup=0, repeats=2)
+    assert seen == [data] * 4
+
+
+def test_compare_baseline_moves_first_and_throughput(clock):
+    table = timing.compare(
+        {"x": clock.work(0.2), "base": clock.work(0.1)}, baseline="base", repeats=3, items=50
+    )
+    assert list(table.index) == ["base", "x"]
+    assert table.loc["x", "speedup"] == pytest.approx(0.5)
+    assert table.loc["base", "items_per_s"] == pytest.approx(500.0)
+
+
+def test_compare_progress_and_min_time(clock):
+    seen = []
+    table = timing.compare(
+        {"a": clock.work(0.25), "b": clock.work(0.5)},
+        repeats=2, min_time=2.0, on_progress=lambda d, t: seen.append((d, t)),
+    )
+    assert int(table.loc["a", "repeats"]) == 3  # 0.75 s a round: 3 rounds reach 2 s in all
+    assert seen == [(1, 2), (2, 2), (3, 3)]
+
+
+def test_zero_durations_do_not_crash():
+    table = _table((0.0, 0.0), (0.0, 0.0))
+    assert table.loc["var", "speedup"] != table.loc["var", "speedup"]  # nan
+    table = _table((1.0, 1.0), (0.0, 0.0))
+    assert table.loc["var", "speedup"] == float("inf")
+    assert "too fast for the clock" in timing.verdict(table)
+
+
+def test_speedup_spread_uses_quartiles():
+    base = timing.Timing("base", (1.0, 2.0, 3.0))
+    var = timing.Timing("var", (0.5, 1.0, 1.5))
+    table = timing.comparison_table({"base": base, "var": var}, "base")
+    row = table.loc["var"]
+    assert row["speedup"] == pytest.approx(2.0)
+    assert row["speedup_low"] == pytest.approx(base.q1 / var.q3)
+    assert row["speedup_high"] == pytest.approx(base.q3 / var.q1)
+
+
+def _table(base, var):
+    return timing.comparison_table(
+        {"base": timing.Timing("base", base), "var": timing.Timing("var", var)}, "base"
+    )
+
+
+def test_verdict_faster_slower_and_overlap():
+    assert timing.verdict(_table((2.0, 2.0, 2.0), (1.0, 1.0, 1.0))).startswith(
+        "var is 2.00x faster than base (IQR range 2.00-2.00x, 3 runs each)"
+    )
+    assert "var is 2.00x slower than base" in timing.verdict(_table((1.0,) * 3, (2.0,) * 3))
+    assert "no clear difference" in timing.verdict(_table((1.0, 2.0, 3.0), (1.1, 2.0, 2.9)))
+    with pytest.raises(ValueError, match="not in the table"):
+        timing.verdict(_table((1.0,), (1.0,)), variant="nope")
+
+
+def test_format_seconds():
+    assert timing.format_seconds(1.5) == "1.50 s"
+    assert timing.format_seconds(0.0123) == "12.30 ms"
+    assert timing.format_seconds(4.5e-6) == "4.5 µs"
