@@ -31,7 +31,8 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.root_dir=. \
+		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

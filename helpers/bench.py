@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import re
 import sys
 import time
@@ -152,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small workloads (about a minute in all)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results")
     args = parser.parse_args(argv)
+    # Quiet TensorFlow's C++ start-up lines unless the user asked for a level.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
     comparisons = registry()
     if args.list:
