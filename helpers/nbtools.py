@@ -53,6 +53,26 @@ def output_text(output: Any) -> str:
     return "\n".join(parts)
 
 
+_SITE_PACKAGES = re.compile(r"(?:/[^\s\"'\x1b:]+)+?/site-packages/")
+_KERNEL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py")
+
+
+def scrub_text(text: str, root: str) -> str:
+    """Replace machine paths in one text: site-packages dirs, kernel cell files, ``root``."""
+    text = _SITE_PACKAGES.sub(".../site-packages/", text)
+    text = _KERNEL_FILE.sub("<cell>", text)
+    return text.replace(root.rstrip("/") + "/", "").replace(root, ".") if root else text
+
+
+def scrub_error_paths(nb: Any, root: str) -> None:
+    """Shorten machine paths in expected errors' values and tracebacks (``root`` -> relative)."""
+    for cell in nb.get("cells", []):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                output["evalue"] = scrub_text(output.get("evalue", ""), root)
+                output["traceback"] = [scrub_text(t, root) for t in output.get("traceback", [])]
+
+
 def strip_stderr(nb: Any) -> int:
     """Remove stderr stream outputs from every code cell; return how many were removed."""
     removed = 0
@@ -131,6 +151,7 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
         raise RuntimeError(f"{path.name}: a cell failed, nothing saved:\n{exc}") from exc
     seconds = time.perf_counter() - start
     strip_stderr(nb)
+    scrub_error_paths(nb, str(Path(__file__).resolve().parent.parent))
     found = problems(nb)
     if found:
         raise RuntimeError(f"{path.name}: not saved:\n  " + "\n  ".join(found))

@@ -26,3 +26,61 @@ def test_eager_and_function_agree():
 def test_bad_sizes(kwargs):
     with pytest.raises(ValueError, match="must be a whole number"):
         graphs.eager_vs_function(**kwargs)
+
+
+def tf1_affine_graph():
+    import tensorflow as tf
+
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.Variable(tf.ones([3, 2]), name="w")
+        z = tf.matmul(x, w) + tf.constant([1.0, 2.0], name="b")
+    return g, z
+
+
+def test_ops_table_and_op_types():
+    g, z = tf1_affine_graph()
+    table = graphs.ops_table(g)
+    assert list(table.columns) == ["name", "type", "inputs", "outputs", "device"]
+    row = table.set_index("name").loc["x"]
+    assert row["type"] == "Placeholder" and "(None, 3) float32" in row["outputs"]
+    types = graphs.op_types(g)
+    assert types.iloc[0]["count"] >= types.iloc[-1]["count"]
+    assert int(types.set_index("type").loc["MatMul", "count"]) == 1
+    assert len(graphs.ops_table(g, start=len(g.get_operations()))) == 0
+
+
+def test_check_affine_graph():
+    import tensorflow as tf
+
+    g, _ = tf1_affine_graph()
+    assert graphs.check_affine_graph(g)
+    assert "must be a tf.Graph" in repr(graphs.check_affine_graph("graph"))
+    empty = tf.Graph()
+    with empty.as_default():
+        tf.constant(1.0)
+    feedback = graphs.check_affine_graph(empty)
+    assert not feedback and "no a placeholder x" in repr(feedback)
+
+
+def test_check_training_step():
+    import tensorflow as tf
+
+    w = tf.Variable([0.0, 0.0])
+
+    @tf.function
+    def good():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(w - 3.0))
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+        return loss
+
+    @tf.function
+    def frozen():
+        return tf.reduce_sum(tf.square(w - 3.0))
+
+    assert graphs.check_training_step(good, w)
+    assert "did not fall" in repr(graphs.check_training_step(frozen, w))
+    assert "must be a tf.Variable" in repr(graphs.check_training_step(good, 1.0))
+    assert "must be a tf.function" in repr(graphs.check_training_step(lambda: 1.0, w))

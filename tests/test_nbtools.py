@@ -87,3 +87,28 @@ def test_execute_failure_leaves_the_file_untouched(tmp_path):
 def test_execute_rejects_non_notebooks(tmp_path):
     with pytest.raises(ValueError, match="not a notebook file"):
         nbtools.execute(tmp_path / "missing.ipynb")
+
+
+def test_scrub_text_removes_machine_paths():
+    root = "/home/ana/workbook"
+    text = (
+        'File "/home/ana/workbook/.venv/lib/python3.11/site-packages/tensorflow/x.py", line 3\n'
+        'File "/tmp/ipykernel_4242/1234567.py", line 2\n'
+        "\x1b[0;32m/usr/lib/python3/dist-packages/../site-packages/keras/a.py\x1b[0m\n"
+        "see /home/ana/workbook/helpers/env.py"
+    )
+    out = nbtools.scrub_text(text, root)
+    assert ".../site-packages/tensorflow/x.py" in out and "<cell>" in out
+    assert "see helpers/env.py" in out
+    assert not nbtools.MACHINE_PATH.search(out)
+
+
+def test_execute_scrubs_expected_error_tracebacks(tmp_path):
+    path = tmp_path / "err.ipynb"
+    # The error is raised inside site-packages, so the raw traceback names the venv's path.
+    nbformat.write(notebook(new_code_cell("# NBVAL_RAISES_EXCEPTION\nimport nbformat\nnbformat.reads('{', 4)")), path)
+    nbtools.execute(path, timeout=60)
+    saved = nbformat.read(path, as_version=4)
+    traceback = "\n".join(saved.cells[1].outputs[0]["traceback"])
+    assert ".../site-packages/nbformat/" in traceback
+    assert nbtools.problems(saved) == []
