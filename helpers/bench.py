@@ -153,8 +153,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small workloads (about a minute in all)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results")
     args = parser.parse_args(argv)
-    # Quiet TensorFlow's C++ start-up lines unless the user asked for a level.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
     comparisons = registry()
     if args.list:
@@ -174,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # Quiet TensorFlow's C++ start-up lines unless the user asked for a level.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # Run the importable helpers.bench, not this __main__ copy: topic modules build their
     # Comparison objects from helpers.bench, and the two copies' classes differ.
     from helpers.bench import main as _main

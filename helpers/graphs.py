@@ -97,7 +97,7 @@ def check_training_step(step: Any, w: Any) -> Feedback:
         return not_yet(f"step() raised {type(exc).__name__}: {exc}")
     if not all(b < a for a, b in zip(losses, losses[1:], strict=False)):
         return not_yet(f"the loss did not fall at every step: {[round(x, 3) for x in losses]}.")
-    return correct(f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}; w is now {w.numpy().round(3)}.")
+    return correct(f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}; the variable is now {w.numpy().round(3)}.")
 
 
 BENCHMARKS = [

@@ -327,16 +327,16 @@ def devices_used(table: Any, kernel_prefix: str) -> list[str]:
     return list(dict.fromkeys(table.loc[kernels.str.startswith(kernel_prefix), "device"]))
 
 
-def check_pinned(table: Any) -> Feedback:
-    """Exercise (02): the placement table shows the matmul on ``CPU:1``."""
+def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
+    """Exercise (02): the placement table shows the matmul on ``device``."""
     if not hasattr(table, "columns") or "kernel" not in getattr(table, "columns", []):
         return not_yet("pass the table that log.run(...) returned (the second item).")
     used = devices_used(table, "MatMul")
     if not used:
         return not_yet("the table shows no MatMul: did the function run for the first time inside log.run?")
-    if used != ["CPU:1"]:
-        return not_yet(f"the MatMul ran on {used}, not on CPU:1.")
-    return correct("the MatMul ran on CPU:1, as pinned.")
+    if used != [short_device(device)]:
+        return not_yet(f"the MatMul ran on {used}, not on {short_device(device)}.")
+    return correct(f"the MatMul ran on {short_device(device)}, as pinned.")
 
 
 def check_result_device(answer: Any, actual: Any) -> Feedback:
@@ -346,7 +346,7 @@ def check_result_device(answer: Any, actual: Any) -> Feedback:
         return not_yet("answer with a device name such as 'CPU:0'.")
     if short_device(answer).upper() != want.upper():
         return not_yet(f"{answer!r} is not where the result lives; look at its .device.")
-    return correct(f"the result lives on {want}: a function's outputs go back to the caller's device.")
+    return correct(f"the result lives on {want}.")
 
 
 def check_strict(fn: Any) -> Feedback:

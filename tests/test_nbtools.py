@@ -51,12 +51,14 @@ def test_strip_stderr_keeps_everything_else():
     assert [o["name"] for o in nb.cells[1].outputs] == ["stdout"]
 
 
-def test_mark_expected_errors_is_idempotent():
+def test_mark_expected_errors_is_idempotent_and_undone():
     nb = notebook(new_code_cell("# NBVAL_RAISES_EXCEPTION\n1/0"), new_code_cell("1"))
     nbtools.mark_expected_errors(nb)
     nbtools.mark_expected_errors(nb)
     assert nb.cells[1].metadata["tags"] == ["raises-exception"]
     assert "tags" not in nb.cells[2].metadata
+    nbtools.unmark_expected_errors(nb)
+    assert "tags" not in nb.cells[1].metadata
 
 
 def test_execute_saves_a_clean_run(tmp_path):
@@ -71,6 +73,7 @@ def test_execute_saves_a_clean_run(tmp_path):
     assert [c.get("execution_count") for c in saved.cells[1:]] == [1, 2, 3]
     assert saved.cells[1].outputs == [new_output("stream", name="stdout", text="hello\n")]
     assert saved.cells[2].outputs[0]["ename"] == "ZeroDivisionError"
+    assert "tags" not in saved.cells[2].metadata  # nbval warns when a tag repeats the comment
     assert saved.cells[3].outputs[0]["data"]["text/plain"] == "5"
 
 
@@ -95,11 +98,13 @@ def test_scrub_text_removes_machine_paths():
         'File "/home/ana/workbook/.venv/lib/python3.11/site-packages/tensorflow/x.py", line 3\n'
         'File "/tmp/ipykernel_4242/1234567.py", line 2\n'
         "\x1b[0;32m/usr/lib/python3/dist-packages/../site-packages/keras/a.py\x1b[0m\n"
+        'File "/root/.pyenv/versions/3.11.7/lib/python3.11/asyncio/events.py", line 80\n'
         "see /home/ana/workbook/helpers/env.py"
     )
     out = nbtools.scrub_text(text, root)
     assert ".../site-packages/tensorflow/x.py" in out and "<cell>" in out
     assert "see helpers/env.py" in out
+    assert '".../python3.11/asyncio/events.py"' in out
     assert not nbtools.MACHINE_PATH.search(out)
 
 
