@@ -174,8 +174,9 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
 
 
 def rerun_failures(path: Path, timeout: int = 600, kernel_name: str = "python3") -> list[str]:
-    """Run a notebook top to bottom, then run every code cell a second time in the same kernel;
-    return the cells whose second run raised unexpectedly (nothing is saved)."""
+    """Run a notebook top to bottom in one kernel, running each code cell twice in a row, as a
+    learner who reruns a cell does; return the cells whose second run raised unexpectedly.
+    Nothing is saved."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -189,7 +190,6 @@ def rerun_failures(path: Path, timeout: int = 600, kernel_name: str = "python3")
     with client.setup_kernel(stderr=subprocess.DEVNULL):
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
-        for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or expects_error(cell):
                 continue
             client.execute_cell(cell, index)
