@@ -11,8 +11,10 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file.
 NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 NB     ?= notebooks/*.ipynb
+# The browser tests drive Debian's Chromium (no browser download).
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: help install lab test lint unit nbval bench execute clean
+.PHONY: help install browser lab test lint unit e2e nbval bench execute clean
 
 help:
 	@echo "make lab      open the workbook in JupyterLab (installs first)"
@@ -34,18 +36,34 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.root_dir=. \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
+# Chromium for the end-to-end tests: as root with apt-get (CI, containers) install Debian's
+# package; elsewhere say so, and the browser tests skip with a message (in CI they fail).
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing Chromium for the browser tests (apt-get install chromium)..."; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+	    || echo "WARNING: could not install Chromium: the browser tests will not run."; \
+	else \
+	  echo "NOTE: no Chromium at $(CHROMIUM) and no root apt-get to install it: browser tests will be skipped."; \
+	  echo "      Install it (Debian/Ubuntu: sudo apt-get install chromium) or set CHROMIUM=/path/to/chromium."; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests --durations=10
+	$(BIN)/python -m pytest tests --durations=10 --ignore=tests/browser
+
+e2e: $(STAMP) browser
+	WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/browser --durations=10
 
 nbval: $(STAMP)
 	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(NBVAL) --durations=10 $(NB)
 
-# The one test command (README, CI): lint, then unit tests and notebooks in one pytest run.
-test: lint
-	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(NBVAL) --durations=15 tests notebooks
+# The one test command (README, CI): lint, then unit, browser and notebook tests in one run.
+test: lint browser
+	WORKBOOK_SCALE=small WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(NBVAL) --durations=15 tests notebooks
 
 bench: $(STAMP)
 	$(BIN)/python -m helpers.bench $(ARGS)

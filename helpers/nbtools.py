@@ -103,6 +103,8 @@ def problems(nb: Any) -> list[str]:
     if counts != list(range(1, len(code) + 1)):
         found.append("not saved from one fresh run top to bottom (execution counts are not 1..N)")
     for i, cell in enumerate(cells):
+        if RAISES in source(cell) and "raises-exception" not in cell.get("metadata", {}).get("tags", []):
+            found.append(f"cell {i}: expects an error but has no raises-exception tag (Run All would stop there)")
         for output in cell.get("outputs", []):
             kind = output.get("output_type")
             if kind == "error" and not expects_error(cell):
@@ -116,22 +118,13 @@ def problems(nb: Any) -> list[str]:
 
 
 def mark_expected_errors(nb: Any) -> None:
-    """Tag cells carrying ``# NBVAL_RAISES_EXCEPTION`` so nbclient runs on past them too."""
+    """Tag cells carrying ``# NBVAL_RAISES_EXCEPTION`` with ``raises-exception``: without the
+    tag, nbclient and JupyterLab's Run All stop at the expected error."""
     for cell in nb.get("cells", []):
         if cell.get("cell_type") == "code" and RAISES in source(cell):
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
             if "raises-exception" not in tags:
                 tags.append("raises-exception")
-
-
-def unmark_expected_errors(nb: Any) -> None:
-    """Drop the tag from cells that carry the comment: nbval warns when both say the same."""
-    for cell in nb.get("cells", []):
-        tags = cell.get("metadata", {}).get("tags")
-        if tags and "raises-exception" in tags and RAISES in source(cell):
-            tags.remove("raises-exception")
-            if not tags:
-                del cell["metadata"]["tags"]
 
 
 def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> float:
@@ -163,7 +156,6 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
     except CellExecutionError as exc:
         raise RuntimeError(f"{path.name}: a cell failed, nothing saved:\n{exc}") from exc
     seconds = time.perf_counter() - start
-    unmark_expected_errors(nb)
     strip_stderr(nb)
     scrub_error_paths(nb, str(Path(__file__).resolve().parent.parent))
     found = problems(nb)

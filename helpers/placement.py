@@ -362,7 +362,8 @@ def check_strict(fn: Any) -> Feedback:
         if tf.config.get_soft_device_placement() != before:
             tf.config.set_soft_device_placement(before)
             return not_yet("it raised, but left soft placement switched off: restore it (use placement.soft_placement).")
-        return correct(f"it failed loudly: {str(exc).splitlines()[0][:90]}")
+        first_sentence = str(exc).splitlines()[0].split(". ")[0]
+        return correct(f"it failed loudly: {first_sentence}.")
     except Exception as exc:  # the learner's code
         tf.config.set_soft_device_placement(before)
         return not_yet(f"it raised {type(exc).__name__}, not the placement error: {exc}")

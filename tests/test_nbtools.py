@@ -31,6 +31,7 @@ def test_problems_found():
         ran("p", new_output("stream", name="stdout", text="saved to /tmp/abc/model"), count=3),
         ran("# NBVAL_RAISES_EXCEPTION\nraise E", new_output("error", ename="E", evalue="", traceback=[]), count=4),
     )
+    nbtools.mark_expected_errors(nb)
     found = nbtools.problems(nb)
     assert any("cell 1: unexpected error NameError" in f for f in found)
     assert any("cell 2: a stderr output" in f for f in found)
@@ -51,14 +52,18 @@ def test_strip_stderr_keeps_everything_else():
     assert [o["name"] for o in nb.cells[1].outputs] == ["stdout"]
 
 
-def test_mark_expected_errors_is_idempotent_and_undone():
+def test_mark_expected_errors_is_idempotent():
     nb = notebook(new_code_cell("# NBVAL_RAISES_EXCEPTION\n1/0"), new_code_cell("1"))
     nbtools.mark_expected_errors(nb)
     nbtools.mark_expected_errors(nb)
     assert nb.cells[1].metadata["tags"] == ["raises-exception"]
     assert "tags" not in nb.cells[2].metadata
-    nbtools.unmark_expected_errors(nb)
-    assert "tags" not in nb.cells[1].metadata
+
+
+def test_expected_error_without_tag_is_a_problem():
+    cell = ran("# NBVAL_RAISES_EXCEPTION\nraise E", new_output("error", ename="E", evalue="", traceback=[]))
+    found = nbtools.problems(notebook(cell))
+    assert any("no raises-exception tag" in f for f in found)
 
 
 def test_execute_saves_a_clean_run(tmp_path):
@@ -73,7 +78,7 @@ def test_execute_saves_a_clean_run(tmp_path):
     assert [c.get("execution_count") for c in saved.cells[1:]] == [1, 2, 3]
     assert saved.cells[1].outputs == [new_output("stream", name="stdout", text="hello\n")]
     assert saved.cells[2].outputs[0]["ename"] == "ZeroDivisionError"
-    assert "tags" not in saved.cells[2].metadata  # nbval warns when a tag repeats the comment
+    assert saved.cells[2].metadata["tags"] == ["raises-exception"]  # JupyterLab's Run All goes on
     assert saved.cells[3].outputs[0]["data"]["text/plain"] == "5"
 
 

@@ -1,0 +1,83 @@
+"""End-to-end: each notebook runs in JupyterLab in a real browser, and each comparison widget
+draws its plot and verdict when its Run button is clicked. Screenshots go to artifacts/."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ARTIFACTS, ROOT
+
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+VERDICT = re.compile(r"faster than|slower than|no clear difference")
+RAISES = "NBVAL_RAISES_EXCEPTION"
+
+
+def source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def wait_for_idle(page, timeout: float) -> None:
+    """Wait until the kernel is idle and no cell shows the running prompt [*], twice in a row."""
+    deadline, calm = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline:
+        idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count() > 0
+        running = page.locator(".jp-InputPrompt", has_text="[*]").count()
+        calm = calm + 1 if idle and not running else 0
+        if calm >= 2:
+            return
+        time.sleep(1.0)
+    raise AssertionError(f"the notebook was still running after {timeout:.0f} s")
+
+
+def run_all(page) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+
+
+def save(page) -> None:
+    page.locator(".jp-NotebookPanel .jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    page.wait_for_function(
+        "() => !document.querySelector('.jp-mod-current.jp-mod-dirty')", timeout=30_000
+    )
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_in_jupyterlab_and_widgets_draw(lab, page, name):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.goto(lab.notebook_url(name))
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
+    time.sleep(1.0)  # let the first render settle before the menu is used
+    run_all(page)
+    page.wait_for_selector(".jp-InputPrompt:has-text('[*]')", timeout=30_000)
+    wait_for_idle(page, timeout=420)
+    save(page)
+
+    notebook = lab.saved_notebook(name)
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert all(c.get("execution_count") for c in code), "some cells did not run"
+    errors = [
+        (i, o.get("ename"), o.get("evalue", "")[:200])
+        for i, c in enumerate(code)
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error" and RAISES not in source(c)
+    ]
+    assert errors == []
+    page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
+
+    buttons = page.locator(".jupyter-widgets button", has_text=re.compile(r"^\s*Run\s*$"))
+    expected = sum(source(c).count("ComparisonWidget(") for c in code)
+    assert buttons.count() == expected, f"{buttons.count()} Run buttons for {expected} widgets"
+    for k in range(expected):
+        button = buttons.nth(k)
+        box = button.locator("xpath=ancestor::div[contains(@class, 'widget-vbox')][1]")
+        button.scroll_into_view_if_needed()
+        button.click()
+        box.locator(".widget-output img").first.wait_for(timeout=180_000)
+        box.get_by_text(VERDICT).first.wait_for(timeout=30_000)
+        box.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}_widget{k}.png"))
