@@ -56,6 +56,7 @@ def output_text(output: Any) -> str:
 _SITE_PACKAGES = re.compile(r"(?:/[^\s\"'\x1b:]+)+?/site-packages/")
 _STDLIB = re.compile(r"(?:/[^\s\"'\x1b:]+)+?/lib/(python3\.\d+)/")
 _KERNEL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py")
+_AUTOGRAPH_FILE = re.compile(r"/tmp/__autograph_generated_file\w+\.py")
 
 
 def scrub_text(text: str, root: str) -> str:
@@ -64,6 +65,7 @@ def scrub_text(text: str, root: str) -> str:
     text = _SITE_PACKAGES.sub(".../site-packages/", text)
     text = _STDLIB.sub(r".../\1/", text)
     text = _KERNEL_FILE.sub("<cell>", text)
+    text = _AUTOGRAPH_FILE.sub("<autograph>", text)
     return text.replace(root.rstrip("/") + "/", "").replace(root, ".") if root else text
 
 

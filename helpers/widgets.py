@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from helpers import timing
+from helpers.timing import ProgressFn
 
 VariantsFactory = Callable[..., Mapping[str, Callable[..., Any]]]
 
@@ -86,22 +87,97 @@ def display_table(table: Any) -> Any:
     return shown
 
 
-def show(table: Any, title: str = "", unit: str = "ms") -> None:
-    """Display the static figure, the table and the verdict for the saved notebook."""
+def show_figure(fig: Any) -> None:
+    """Display a matplotlib figure as a PNG (saved in the notebook, shown once)."""
     from IPython.display import Image, display
 
-    display(Image(data=png(figure(table, title, unit))))
+    display(Image(data=png(fig)))
+
+
+def show(table: Any, title: str = "", unit: str = "ms") -> None:
+    """Display the static figure, the table and the verdict for the saved notebook."""
+    from IPython.display import display
+
+    show_figure(figure(table, title, unit))
     display(display_table(table))
     print(timing.verdict(table))
 
 
-class ComparisonWidget:
-    """Controls, a Run button, a progress bar, and a chart plus verdict for a comparison.
+class RunWidget:
+    """Parameter controls, a Run button, a progress bar and an output area.
 
-    ``make_variants(**params)`` builds the dict of variants from the current control values;
-    ``controls`` maps each parameter name to an ipywidget or to a list of choices (a dropdown).
-    ``items(**params)``, when given, turns times into throughput.
+    Subclasses say what a run computes (``compute``) and how its result is shown (``render``,
+    which returns displayable objects and a one-line verdict). ``controls`` maps each
+    parameter name to an ipywidget or to a list of choices (a dropdown).
     """
+
+    def __init__(self, controls: Mapping[str, Any] | None = None, *, title: str = "") -> None:
+        import ipywidgets as W
+
+        self.title = title
+        self.controls = {name: _control(name, spec) for name, spec in (controls or {}).items()}
+        self.button = W.Button(description="Run", button_style="primary", icon="play")
+        self.progress = W.IntProgress(value=0, min=0, max=1, description="idle")
+        self.out = W.Output()
+        self.last: Any = None
+        self.button.on_click(lambda _: self.run())
+
+    def layout(self) -> Any:
+        """The widget tree: controls, then the Run button and progress bar, then the output."""
+        import ipywidgets as W
+
+        rows = [*self.controls.values(), W.HBox([self.button, self.progress])]
+        return W.VBox([*rows, self.out])
+
+    def params(self) -> dict[str, Any]:
+        """The current value of every control."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def compute(self, params: dict[str, Any], on_progress: ProgressFn) -> Any:
+        raise NotImplementedError
+
+    def render(self, result: Any, title: str) -> tuple[list[Any], str]:
+        raise NotImplementedError
+
+    def run(self) -> Any:
+        """Run with the current settings and show the result; return it (None on failure)."""
+        self.button.disabled = True
+        self.progress.value, self.progress.max = 0, 1
+        self.progress.description = "running"
+        self.out.outputs = ()  # clear_output() only works with a front end attached
+        try:
+            params = self.params()
+            result = self.compute(params, self._on_progress)
+            settings = ", ".join(f"{k}={v}" for k, v in params.items())
+            shown, verdict = self.render(result, f"{self.title} ({settings})" if settings else self.title)
+        except Exception as exc:  # show the learner what went wrong, keep the widget usable
+            self.out.append_stderr(f"Run failed: {type(exc).__name__}: {exc}\n")
+            self.out.append_stderr("".join(traceback.format_exception(exc)[-3:]))
+            self.progress.description = "failed"
+            return None
+        finally:
+            self.button.disabled = False
+        for item in shown:
+            self.out.append_display_data(item)
+        self.out.append_stdout(verdict + "\n")
+        self.progress.description = "done"
+        self.last = result
+        return result
+
+    def _on_progress(self, done: int, total: int) -> None:
+        self.progress.max = max(total, 1)
+        self.progress.value = done
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.layout())
+
+
+class ComparisonWidget(RunWidget):
+    """Rerun a timing comparison live: ``make_variants(**params)`` builds the dict of variants
+    from the control values; the result is a chart of medians with spread, the table and the
+    verdict. ``items(**params)``, when given, turns times into throughput."""
 
     def __init__(
         self,
@@ -121,66 +197,60 @@ class ComparisonWidget:
             raise TypeError(f"make_variants must be callable, got {make_variants!r}")
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
-        self.make_variants = make_variants
-        self.title, self.baseline, self.warmup, self.items, self.unit = (
-            title, baseline, warmup, items, unit,
+        super().__init__(controls, title=title)
+        self.make_variants, self.baseline, self.warmup, self.items, self.unit = (
+            make_variants, baseline, warmup, items, unit,
         )
-        self.controls = {name: _control(name, spec) for name, spec in (controls or {}).items()}
         self.repeats = W.IntSlider(value=repeats, min=1, max=max(50, repeats), description="repeats")
-        self.button = W.Button(description="Run", button_style="primary", icon="play")
-        self.progress = W.IntProgress(value=0, min=0, max=1, description="idle")
-        self.out = W.Output()
-        self.last: Any = None
-        self.button.on_click(lambda _: self.run())
+
+    def layout(self) -> Any:
+        import ipywidgets as W
+
         rows = [*self.controls.values(), self.repeats, W.HBox([self.button, self.progress])]
-        self.box = W.VBox([*rows, self.out])
+        return W.VBox([*rows, self.out])
 
-    def params(self) -> dict[str, Any]:
-        """The current value of every control."""
-        return {name: control.value for name, control in self.controls.items()}
+    def compute(self, params: dict[str, Any], on_progress: ProgressFn) -> Any:
+        return timing.compare(
+            self.make_variants(**params),
+            baseline=self.baseline,
+            warmup=self.warmup,
+            repeats=self.repeats.value,
+            items=self.items(**params) if self.items else None,
+            on_progress=on_progress,
+        )
 
-    def run(self) -> Any:
-        """Run the comparison with the current settings and show the result; return the table."""
-        self.button.disabled = True
-        self.progress.value, self.progress.max = 0, self.repeats.value
-        self.progress.description = "running"
-        self.out.outputs = ()  # clear_output() only works with a front end attached
-        try:
-            params = self.params()
-            table = timing.compare(
-                self.make_variants(**params),
-                baseline=self.baseline,
-                warmup=self.warmup,
-                repeats=self.repeats.value,
-                items=self.items(**params) if self.items else None,
-                on_progress=self._on_progress,
-            )
-        except Exception as exc:  # show the learner what went wrong, keep the widget usable
-            self.out.append_stderr(f"Run failed: {type(exc).__name__}: {exc}\n")
-            self.out.append_stderr("".join(traceback.format_exception(exc)[-3:]))
-            self.progress.description = "failed"
-            return None
-        finally:
-            self.button.disabled = False
+    def render(self, result: Any, title: str) -> tuple[list[Any], str]:
         from IPython.display import Image
 
-        settings = ", ".join(f"{k}={v}" for k, v in params.items())
-        title = f"{self.title} ({settings})" if settings else self.title
-        self.out.append_display_data(Image(data=png(figure(table, title, self.unit))))
-        self.out.append_display_data(display_table(table))
-        self.out.append_stdout(timing.verdict(table) + "\n")
-        self.progress.description = "done"
-        self.last = table
-        return table
+        return [Image(data=png(figure(result, title, self.unit))), display_table(result)], timing.verdict(result)
 
-    def _on_progress(self, done: int, total: int) -> None:
-        self.progress.max = total
-        self.progress.value = done
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+class ExperimentWidget(RunWidget):
+    """Rerun any measurement live: ``experiment(**params, on_progress=...)`` returns a table,
+    ``plot(table, title)`` a matplotlib figure, ``summary(table)`` the verdict line."""
 
-        display(self.box)
+    def __init__(
+        self,
+        experiment: Callable[..., Any],
+        controls: Mapping[str, Any] | None = None,
+        *,
+        plot: Callable[[Any, str], Any],
+        summary: Callable[[Any], str],
+        title: str = "",
+    ) -> None:
+        for name, fn in (("experiment", experiment), ("plot", plot), ("summary", summary)):
+            if not callable(fn):
+                raise TypeError(f"{name} must be callable, got {fn!r}")
+        super().__init__(controls, title=title)
+        self.experiment, self.plot, self.summary = experiment, plot, summary
+
+    def compute(self, params: dict[str, Any], on_progress: ProgressFn) -> Any:
+        return self.experiment(**params, on_progress=on_progress)
+
+    def render(self, result: Any, title: str) -> tuple[list[Any], str]:
+        from IPython.display import Image
+
+        return [Image(data=png(self.plot(result, title))), result], self.summary(result)
 
 
 def _control(name: str, spec: Any) -> Any:

@@ -102,12 +102,13 @@ def test_scrub_text_removes_machine_paths():
     text = (
         'File "/home/ana/workbook/.venv/lib/python3.11/site-packages/tensorflow/x.py", line 3\n'
         'File "/tmp/ipykernel_4242/1234567.py", line 2\n'
+        'File "/tmp/__autograph_generated_filet3k9x2ab.py", line 11\n'
         "\x1b[0;32m/usr/lib/python3/dist-packages/../site-packages/keras/a.py\x1b[0m\n"
         'File "/root/.pyenv/versions/3.11.7/lib/python3.11/asyncio/events.py", line 80\n'
         "see /home/ana/workbook/helpers/env.py"
     )
     out = nbtools.scrub_text(text, root)
-    assert ".../site-packages/tensorflow/x.py" in out and "<cell>" in out
+    assert ".../site-packages/tensorflow/x.py" in out and "<cell>" in out and "<autograph>" in out
     assert "see helpers/env.py" in out
     assert '".../python3.11/asyncio/events.py"' in out
     assert not nbtools.MACHINE_PATH.search(out)

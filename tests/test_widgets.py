@@ -97,3 +97,27 @@ def test_display_table_formats_units():
 def test_show_prints_the_verdict(capsys):
     widgets.show(_table(), "title")
     assert timing.verdict(_table()) in capsys.readouterr().out
+
+
+def test_experiment_widget_runs_plots_and_summarises():
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    def experiment(n, on_progress):
+        for i in range(1, 4):
+            on_progress(i, 3)
+        return pd.DataFrame({"y": [n, 2 * n]})
+
+    def plot(table, title):
+        fig = Figure()
+        fig.add_subplot().plot(table["y"])
+        return fig
+
+    widget = widgets.ExperimentWidget(experiment, {"n": [2, 5]}, plot=plot, summary=lambda t: f"max {t['y'].max()}")
+    widget.button.click()
+    assert widget.last["y"].tolist() == [2, 4]
+    assert widget.out.outputs[0]["data"]["image/png"]
+    assert widget.out.outputs[-1]["text"] == "max 4\n"
+    assert widget.progress.value == widget.progress.max == 3
+    with pytest.raises(TypeError, match="plot must be callable"):
+        widgets.ExperimentWidget(experiment, plot=None, summary=str)

@@ -12,7 +12,7 @@ import pytest
 from .conftest import ARTIFACTS, ROOT
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-VERDICT = re.compile(r"faster than|slower than|no clear difference")
+WIDGET = re.compile(r"\b(ComparisonWidget|ExperimentWidget)\(")
 RAISES = "NBVAL_RAISES_EXCEPTION"
 
 
@@ -71,7 +71,7 @@ def test_notebook_runs_in_jupyterlab_and_widgets_draw(lab, page, name):
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
 
     buttons = page.locator(".jupyter-widgets button", has_text=re.compile(r"^\s*Run\s*$"))
-    expected = sum(source(c).count("ComparisonWidget(") for c in code)
+    expected = sum(len(WIDGET.findall(source(c))) for c in code)
     assert buttons.count() == expected, f"{buttons.count()} Run buttons for {expected} widgets"
     for k in range(expected):
         button = buttons.nth(k)
@@ -79,5 +79,8 @@ def test_notebook_runs_in_jupyterlab_and_widgets_draw(lab, page, name):
         button.scroll_into_view_if_needed()
         button.click()
         box.locator(".widget-output img").first.wait_for(timeout=180_000)
-        box.get_by_text(VERDICT).first.wait_for(timeout=30_000)
+        verdict = box.locator('.widget-output [data-mime-type="application/vnd.jupyter.stdout"]').first
+        verdict.wait_for(timeout=30_000)
+        assert verdict.inner_text().strip(), "the widget printed an empty verdict"
+        assert not box.locator('.widget-output [data-mime-type="application/vnd.jupyter.stderr"]').count()
         box.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}_widget{k}.png"))
