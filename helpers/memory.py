@@ -349,7 +349,7 @@ def _experiment_rows(mib: float, n_ops: int) -> Iterator[dict[str, float]]:
         with PeakRSS() as peak:
             stats = graph_stats(tf1_graph(array, n))
         # The process's peak above its start: what a process must have to build this graph.
-        yield {"ops": n, "graph_mib": stats["graph_bytes"] / MIB, "peak_mib": peak.peak - start}
+        yield {"ops": n, "graph_mib": round(stats["graph_bytes"] / MIB, 1), "peak_mib": round(peak.peak - start, 1)}
 
 
 def embedding_figure(table: Any, title: str = "") -> Any:
