@@ -145,7 +145,7 @@ def lab(browser_ready, tmp_path_factory) -> Iterator[Lab]:
     base = tmp_path_factory.mktemp("lab")
     root = base / "workbook"
     shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    shutil.copytree(ROOT / "data", root / "data", ignore=shutil.ignore_patterns("results"))
+    shutil.copytree(ROOT / "data", root / "data", ignore=shutil.ignore_patterns("results", "generated"))
     settings = base / "settings"
     write_settings(settings)
     port, token = free_port(), secrets.token_hex(24)

@@ -1,0 +1,266 @@
+"""CIFAR-10, the python version: verified download, safe extraction, reading, and the synthetic
+sample shipped in ``data/`` in exactly the same format (notebook 06).
+
+    python -m helpers.cifar make-sample data/cifar-10-sample   # regenerate the shipped sample
+
+The real archive is checked against its published MD5 before anything is extracted or unpickled;
+extraction refuses members that would land outside the target folder. Every file is written under
+a temporary name and moved into place, so an interrupted step leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+#: Published on the CIFAR-10 home page beside the download link.
+MD5 = "c58f30108f718f92721af3b95e74349a"
+FOLDER = "cifar-10-batches-py"
+TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
+FILES = (*TRAIN_BATCHES, "test_batch", "batches.meta")
+CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+#: The seed's splits: train = batches 1-4, validation = batch 5, eval = the test batch.
+SPLITS = {"train": TRAIN_BATCHES[:4], "validation": TRAIN_BATCHES[4:], "eval": ("test_batch",)}
+SHIPPED_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "cifar-10-sample"
+
+
+class NetworkUnavailable(RuntimeError):
+    """The archive could not be fetched: no network, or the server did not answer."""
+
+
+class ChecksumMismatch(ValueError):
+    """A downloaded file is not the published archive."""
+
+
+def md5_of(path: Path, chunk: int = 1 << 20) -> str:
+    """The MD5 hex digest of a file, read in chunks."""
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def download(dest_dir: Path, url: str = URL, md5: str = MD5, timeout: float = 20.0) -> Path:
+    """Fetch the archive into ``dest_dir`` (with a progress bar) and check its MD5.
+
+    The file appears under its final name only once it is complete and verified; a mismatch
+    raises ``ChecksumMismatch`` and a network failure ``NetworkUnavailable``, leaving nothing.
+    """
+    from tqdm.auto import tqdm
+
+    dest_dir = Path(dest_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / Path(url).name
+    if target.exists() and md5_of(target) == md5:
+        return target
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=dest_dir)
+    try:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response, os.fdopen(fd, "wb") as out:
+                total = int(response.headers.get("Content-Length") or 0) or None
+                with tqdm(total=total, unit="B", unit_scale=True, desc=target.name) as bar:
+                    for block in iter(lambda: response.read(1 << 16), b""):
+                        out.write(block)
+                        bar.update(len(block))
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise NetworkUnavailable(f"could not download {url}: {getattr(exc, 'reason', exc)}") from exc
+        found = md5_of(Path(tmp))
+        if found != md5:
+            raise ChecksumMismatch(f"{url} has MD5 {found}, not the published {md5}: refusing to use it")
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def _safe_members(archive: tarfile.TarFile, dest: Path) -> list[tarfile.TarInfo]:
+    """Every member, after refusing any that is absolute, climbs with '..', or is a link."""
+    root = dest.resolve()
+    members = archive.getmembers()
+    for member in members:
+        name = member.name
+        if name.startswith(("/", "\\")) or Path(name).is_absolute():
+            raise ValueError(f"refusing archive member with an absolute path: {name!r}")
+        if ".." in Path(name).parts or not (root / name).resolve().is_relative_to(root):
+            raise ValueError(f"refusing archive member that escapes the target folder: {name!r}")
+        if member.issym() or member.islnk() or member.isdev():
+            raise ValueError(f"refusing archive member that is a link or device: {name!r}")
+    return members
+
+
+def extract(archive_path: Path, dest_dir: Path) -> Path:
+    """Extract the archive's ``cifar-10-batches-py`` folder into ``dest_dir``, safely and atomically."""
+    dest_dir = Path(dest_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    final = dest_dir / FOLDER
+    staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest_dir))
+    try:
+        with tarfile.open(archive_path, "r:*") as archive:
+            members = _safe_members(archive, staging)
+            kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            archive.extractall(staging, members=members, **kwargs)
+        if not (staging / FOLDER).is_dir():
+            raise ValueError(f"{archive_path} holds no {FOLDER}/ folder")
+        read_folder(staging / FOLDER)  # a broken archive fails here, not in a later step
+        if final.exists():
+            shutil.rmtree(final)
+        os.chmod(staging / FOLDER, 0o755)
+        os.replace(staging / FOLDER, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def read_batch(path: Path) -> dict[bytes, Any]:
+    """Unpickle one batch file (CIFAR's python pickles use byte-string keys)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            batch = pickle.load(handle, encoding="bytes")
+    except FileNotFoundError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path.name} is not a readable CIFAR pickle (truncated or corrupt): {exc}") from exc
+    if not isinstance(batch, dict):
+        raise ValueError(f"{path.name} holds a {type(batch).__name__}, not a CIFAR batch dict")
+    return batch
+
+
+def read_folder(folder: Path) -> dict[str, tuple[Any, Any]]:
+    """Read a ``cifar-10-batches-py`` folder into ``{batch name: (images N x 32 x 32 x 3 uint8, labels)}``."""
+    import numpy as np
+
+    folder = Path(folder)
+    missing = [name for name in FILES if not (folder / name).is_file()]
+    if missing:
+        raise ValueError(
+            f"{folder} is not a {FOLDER} folder: missing {', '.join(missing)} "
+            f"(expected {', '.join(FILES)})"
+        )
+    batches = {}
+    for name in (*TRAIN_BATCHES, "test_batch"):
+        batch = read_batch(folder / name)
+        try:
+            data, labels = batch[b"data"], batch[b"labels"]
+        except KeyError as exc:
+            raise ValueError(f"{name} has no {exc.args[0]!r} entry") from exc
+        data = np.asarray(data, dtype=np.uint8)
+        if data.ndim != 2 or data.shape[1] != 3072 or len(labels) != len(data):
+            raise ValueError(f"{name}: data {data.shape} and {len(labels)} labels are not N x 3072 and N")
+        images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        batches[name] = (np.ascontiguousarray(images), np.asarray(labels, dtype=np.int64))
+    return batches
+
+
+def load_splits(folder: Path) -> dict[str, tuple[Any, Any]]:
+    """The seed's splits from a CIFAR folder: train (batches 1-4), validation (5), eval (test)."""
+    import numpy as np
+
+    batches = read_folder(folder)
+    return {
+        split: (np.concatenate([batches[b][0] for b in names]), np.concatenate([batches[b][1] for b in names]))
+        for split, names in SPLITS.items()
+    }
+
+
+def locate(data_dir: Path, download_real: bool = False, url: str = URL, md5: str = MD5) -> Path:
+    """The CIFAR folder to use: the real one under ``data_dir`` if there, else downloaded and
+    extracted when ``download_real``; when the network is unreachable, the shipped sample."""
+    real = Path(data_dir) / FOLDER
+    if real.is_dir():
+        return real
+    if download_real:
+        try:
+            return extract(download(Path(data_dir), url, md5), Path(data_dir))
+        except NetworkUnavailable as exc:
+            print(f"Network unreachable ({exc}); using the shipped synthetic sample instead.")
+    return SHIPPED_SAMPLE / FOLDER
+
+
+def examples_figure(images: Any, labels: Any, n: int = 10) -> Any:
+    """The first ``n`` images with their class names, in one row."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(1.1 * n, 1.5), layout="constrained")
+    for i, ax in enumerate(fig.subplots(1, n)):
+        ax.imshow(images[i])
+        ax.set_title(CLASSES[int(labels[i])], fontsize=8)
+        ax.axis("off")
+    return fig
+
+
+def synthetic_images(n: int, seed: int) -> tuple[Any, Any]:
+    """``n`` 32 x 32 RGB images whose class shows in colour and stripe direction, plus labels."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, size=n)
+    yy, xx = np.mgrid[0:32, 0:32].astype(np.float32) / 31.0
+    palette = rng.uniform(40, 215, size=(10, 3)).astype(np.float32)
+    angles = np.linspace(0, np.pi, 10, endpoint=False)
+    images = np.empty((n, 32, 32, 3), dtype=np.uint8)
+    for i, label in enumerate(labels):
+        stripes = np.sin(12.0 * (xx * np.cos(angles[label]) + yy * np.sin(angles[label])) + rng.uniform(0, 6.3))
+        pixel = palette[label] + 35.0 * stripes[..., None] + rng.normal(0, 12.0, size=(32, 32, 3))
+        images[i] = np.clip(pixel, 0, 255).astype(np.uint8)
+    return images, labels
+
+
+def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
+    """Write a synthetic ``cifar-10-batches-py`` folder in the exact CIFAR format (protocol-2
+    pickles with byte-string keys), atomically."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".sample-", dir=out_dir))
+    try:
+        for k, name in enumerate((*TRAIN_BATCHES, "test_batch")):
+            images, labels = synthetic_images(per_batch, seed + k)
+            label = f"{'testing' if name == 'test_batch' else 'training'} batch {k + 1 if k < 5 else 1} of 5"
+            batch = {
+                b"batch_label": f"SYNTHETIC {label}".encode(),
+                b"labels": [int(v) for v in labels],
+                b"data": images.transpose(0, 3, 1, 2).reshape(per_batch, 3072),
+                b"filenames": [f"synthetic_{name}_{i:05d}.png".encode() for i in range(per_batch)],
+            }
+            with open(staging / name, "wb") as handle:
+                pickle.dump(batch, handle, protocol=2)
+        meta = {b"label_names": [c.encode() for c in CLASSES], b"num_cases_per_batch": per_batch, b"num_vis": 3072}
+        with open(staging / "batches.meta", "wb") as handle:
+            pickle.dump(meta, handle, protocol=2)
+        (staging / "README.txt").write_text(
+            "SYNTHETIC sample in the CIFAR-10 python format, made by `python -m helpers.cifar make-sample`.\n"
+            "The images are generated stripes and colours, not CIFAR-10 photographs.\n"
+        )
+        final = out_dir / FOLDER
+        if final.exists():
+            shutil.rmtree(final)
+        os.chmod(staging, 0o755)  # mkdtemp makes it private
+        os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir / FOLDER
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] != "make-sample":
+        print("usage: python -m helpers.cifar make-sample OUT_DIR", file=sys.stderr)
+        return 2
+    print(f"wrote {make_sample(Path(args[1]))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Unit tests for helpers.tfrecords: conversion, atomicity (interrupted and killed runs),
+idempotence, verification (a flipped byte is named by shard and record) and the readers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import cifar, tfrecords
+
+
+@pytest.fixture(scope="module")
+def data():
+    return cifar.synthetic_images(120, seed=3)
+
+
+def convert(data, out, **kwargs):
+    images, labels = data
+    kwargs.setdefault("n_shards", 3)
+    return tfrecords.convert(images, labels, out, "train", progress=False, **kwargs)
+
+
+def test_plan_shards():
+    assert tfrecords.plan_shards(10, 100, 300) == [(0, 3), (3, 7), (7, 10)]
+    assert tfrecords.plan_shards(10, 100, 10**9) == [(0, 10)]
+    assert len(tfrecords.plan_shards(10, 100, 1)) == 10
+    assert tfrecords.plan_shards(10, 100, 300, n_shards=2) == [(0, 5), (5, 10)]
+    with pytest.raises(ValueError, match="nothing to convert"):
+        tfrecords.plan_shards(0, 100, 300)
+    with pytest.raises(ValueError, match="n_shards"):
+        tfrecords.plan_shards(10, 100, 300, n_shards=0)
+
+
+@pytest.mark.parametrize("gzip,encoding", [(False, "raw"), (True, "raw"), (False, "png")])
+def test_convert_and_verify(tmp_path, data, gzip, encoding):
+    shards = convert(data, tmp_path, gzip=gzip, encoding=encoding)
+    assert [s.records for s in shards] == [40, 40, 40]
+    assert shards[0].file == "train-00000-of-00003.tfrecord" + (".gz" if gzip else "")
+    assert tfrecords.verify(tmp_path, *data, "train", progress=False) == {"shards": 3, "records": 120}
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["train"]["options"] == {"gzip": gzip, "encoding": encoding}
+
+
+def test_bad_input(tmp_path, data):
+    images, labels = data
+    with pytest.raises(ValueError, match="120 images but 119 labels"):
+        tfrecords.convert(images, labels[:-1], tmp_path, "train")
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        tfrecords.convert(images, labels, tmp_path, "train", encoding="jpeg2000")
+    with pytest.raises(ValueError, match="plain name"):
+        tfrecords.convert(images, labels, tmp_path, "../train")
+    with pytest.raises(tfrecords.VerificationError, match="has no split 'eval'"):
+        tfrecords.verify(tmp_path, images, labels, "eval")
+
+
+def test_rerun_skips_up_to_date_shards_and_redoes_changed_ones(tmp_path, data):
+    convert(data, tmp_path)
+    stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.tfrecord")}
+    time.sleep(0.01)
+    convert(data, tmp_path)
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.tfrecord")} == stamps
+    images, labels = data
+    changed = images.copy()
+    changed[100] = 0  # in the last shard only
+    tfrecords.convert(changed, labels, tmp_path, "train", n_shards=3, progress=False)
+    after = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.tfrecord")}
+    assert after["train-00000-of-00003.tfrecord"] == stamps["train-00000-of-00003.tfrecord"]
+    assert after["train-00002-of-00003.tfrecord"] != stamps["train-00002-of-00003.tfrecord"]
+    assert tfrecords.verify(tmp_path, changed, labels, "train", progress=False)["records"] == 120
+
+
+def test_resharding_removes_stale_shards(tmp_path, data):
+    convert(data, tmp_path, n_shards=3)
+    convert(data, tmp_path, n_shards=2)
+    assert sorted(p.name for p in tmp_path.glob("*.tfrecord")) == [
+        "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
+
+
+def test_flipped_byte_is_named_by_shard_and_record(tmp_path, data):
+    convert(data, tmp_path)
+    offset = tfrecords.flip_bit(tmp_path / "train-00001-of-00003.tfrecord")
+    record_size = (tmp_path / "train-00001-of-00003.tfrecord").stat().st_size // 40
+    with pytest.raises(tfrecords.VerificationError) as exc:
+        tfrecords.verify(tmp_path, *data, "train", progress=False)
+    message = str(exc.value)
+    assert message.startswith(f"train-00001-of-00003.tfrecord: record {offset // record_size} is corrupt")
+    assert "function_node" not in message
+    with pytest.raises(ValueError, match="outside"):
+        tfrecords.flip_bit(tmp_path / "train-00000-of-00003.tfrecord", offset=10**9)
+
+
+def test_wrong_source_is_named(tmp_path, data):
+    convert(data, tmp_path)
+    images, labels = data
+    other = labels.copy()
+    other[45] = (other[45] + 1) % 10
+    with pytest.raises(tfrecords.VerificationError, match="train-00001-of-00003.tfrecord: record 5 does not match source image 45"):
+        tfrecords.verify(tmp_path, images, other, "train", progress=False)
+
+
+def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypatch):
+    real, calls = tfrecords.example, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1 + 40 + 10:  # the size probe, shard 0, then 10 records into shard 1
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tfrecords, "example", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        convert(data, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "train-00000-of-00003.tfrecord"]
+    monkeypatch.setattr(tfrecords, "example", real)
+    convert(data, tmp_path)
+    assert tfrecords.verify(tmp_path, *data, "train", progress=False)["shards"] == 3
+
+
+def test_killed_conversion_leaves_only_complete_shards(tmp_path):
+    """SIGKILL a real conversion mid-way: every shard under a final name is complete."""
+    code = textwrap.dedent(f"""
+        from helpers import cifar, tfrecords
+        images, labels = cifar.synthetic_images(4000, seed=9)
+        print("ready", flush=True)
+        tfrecords.convert(images, labels, {str(tmp_path)!r}, "train", n_shards=40, encoding="png", progress=False)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(tmp_path.glob("train-*.tfrecord"))) < 3:
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    finals = sorted(tmp_path.glob("train-*.tfrecord"))
+    assert 3 <= len(finals) < 40, "the kill did not land mid-conversion"
+    manifest = json.loads((tmp_path / "manifest.json").read_text())["train"]["shards"]
+    recorded = {s["file"]: s for s in manifest}
+    for path in finals:  # complete: it matches the manifest's checksum, or it is the one being recorded
+        if path.name in recorded:
+            assert tfrecords.sha256_of(path) == recorded[path.name]["sha256"]
+    assert len(finals) - len(recorded) <= 1
+    images, labels = cifar.synthetic_images(4000, seed=9)
+    tfrecords.convert(images, labels, tmp_path, "train", n_shards=40, encoding="png", progress=False)
+    assert not list(tmp_path.glob(".*.tmp"))
+    assert tfrecords.verify(tmp_path, images, labels, "train", progress=False) == {"shards": 40, "records": 4000}
+
+
+def test_readers_agree(tmp_path):
+    images, labels = cifar.synthetic_images(64, seed=4)
+    built = tfrecords.readers(tmp_path, images, labels, cifar.CLASSES)
+    assert list(built) == list(tfrecords.READERS)
+    assert {name: read() for name, read in built.items()} == dict.fromkeys(tfrecords.READERS, 64)
+    files = tfrecords.write_image_files(images, labels, tmp_path / "files", cifar.CLASSES)
+    first = next(iter(tfrecords.read_files(files, cifar.CLASSES, batch=64)))
+    order = [int(Path(p).stem) for p in files]
+    np.testing.assert_array_equal(first[1].numpy(), labels[order])
+    np.testing.assert_array_equal(first[0].numpy(), images[order])
