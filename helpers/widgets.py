@@ -9,6 +9,7 @@ behaves the same under JupyterLab, nbconvert and nbval.
 from __future__ import annotations
 
 import io
+import textwrap
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -53,7 +54,7 @@ def figure(table: Any, title: str = "", unit: str = "ms") -> Any:
         ax.annotate(f"  {speedup:.2f}x", (end, y), va="center", fontsize=9)
     ax.margins(x=0.2)
     if title:
-        ax.set_title(title)
+        ax.set_title("\n".join(textwrap.wrap(title, 64)), fontsize=10)
     return fig
 
 

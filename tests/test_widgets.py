@@ -80,6 +80,8 @@ def _table(items=None):
 def test_figure_time_and_throughput():
     fig = widgets.figure(_table(), "t")
     assert "ms" in fig.axes[0].get_xlabel() and fig.axes[0].get_title() == "t"
+    long_title = "PNG files vs (reader=1 shard, per-example parse, n=10000) on a long line"
+    assert "\n" in widgets.figure(_table(), long_title).axes[0].get_title()
     fig = widgets.figure(_table(items=100), unit="s")
     assert "items per second" in fig.axes[0].get_xlabel()
     assert widgets.png(fig).startswith(b"\x89PNG")
