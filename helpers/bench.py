@@ -27,7 +27,9 @@ from typing import Any
 from helpers import fileio, timing
 
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
-TOPIC_MODULES: tuple[str, ...] = ("helpers.graphs", "helpers.memory", "helpers.tfrecords")
+TOPIC_MODULES: tuple[str, ...] = (
+    "helpers.graphs", "helpers.memory", "helpers.tfrecords", "helpers.pipelines",
+)
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"
 ID_PATTERN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")

@@ -23,7 +23,7 @@ from helpers.bench import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
 MANIFEST = "manifest.json"
-ENCODINGS = ("raw", "png")
+ENCODINGS = ("raw", "png", "jpeg")
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,15 @@ def _fingerprint(images: Any, labels: Any, options: dict[str, Any]) -> str:
 
 
 def example(image: Any, label: int, encoding: str = "raw") -> bytes:
-    """One ``tf.train.Example``: the image (raw bytes or PNG), its shape and its label."""
+    """One ``tf.train.Example``: the image (raw bytes, PNG or JPEG), its shape and its label."""
     import tensorflow as tf
 
-    data = image.tobytes() if encoding == "raw" else tf.io.encode_png(image).numpy()
+    if encoding == "raw":
+        data = image.tobytes()
+    elif encoding == "png":
+        data = tf.io.encode_png(image).numpy()
+    else:  # jpeg: lossy, but deterministic for the same pixels and settings
+        data = tf.io.encode_jpeg(image).numpy()
     feature = {
         "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
         "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
@@ -177,6 +182,8 @@ def decode(image_bytes: Any, shape: Any, encoding: str) -> Any:
 
     if encoding == "png":
         return tf.io.decode_png(image_bytes, channels=3)
+    if encoding == "jpeg":
+        return tf.io.decode_jpeg(image_bytes, channels=3)
     return tf.reshape(tf.io.decode_raw(image_bytes, tf.uint8), shape)
 
 
@@ -206,9 +213,14 @@ def verify(out_dir: Path, images: Any, labels: Any, split: str, progress: bool =
         try:
             for record, raw in enumerate(dataset):
                 parsed = tf.io.parse_single_example(raw, spec)
-                image = decode(parsed["image"], parsed["shape"], encoding).numpy()
                 i = position + record
-                if i >= len(images) or int(parsed["label"]) != int(labels[i]) or not np.array_equal(image, images[i]):
+                if i >= len(images):
+                    raise VerificationError(f"{shard['file']}: record {record} is beyond the {len(images)} source images")
+                if encoding == "jpeg":  # lossy: compare with the source encoded the same way
+                    same = parsed["image"].numpy() == tf.io.encode_jpeg(images[i]).numpy()
+                else:
+                    same = np.array_equal(decode(parsed["image"], parsed["shape"], encoding).numpy(), images[i])
+                if int(parsed["label"]) != int(labels[i]) or not same:
                     raise VerificationError(f"{shard['file']}: record {record} does not match source image {i}")
         except tf.errors.DataLossError as exc:
             where = re.search(r"corrupted record at \d+", str(exc))

@@ -40,7 +40,7 @@ def test_plan_shards():
         tfrecords.plan_shards(10, 100, 300, n_shards=0)
 
 
-@pytest.mark.parametrize("gzip,encoding", [(False, "raw"), (True, "raw"), (False, "png")])
+@pytest.mark.parametrize("gzip,encoding", [(False, "raw"), (True, "raw"), (False, "png"), (False, "jpeg")])
 def test_convert_and_verify(tmp_path, data, gzip, encoding):
     shards = convert(data, tmp_path, gzip=gzip, encoding=encoding)
     assert [s.records for s in shards] == [40, 40, 40]
