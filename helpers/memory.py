@@ -356,6 +356,8 @@ def embedding_figure(table: Any, title: str = "") -> Any:
     """GraphDef size and peak extra memory against the number of embedding ops."""
     from matplotlib.figure import Figure
 
+    from helpers import widgets
+
     fig = Figure(figsize=(6.4, 3.2), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(table.index, table["graph_mib"], marker="o", label="GraphDef size")
@@ -363,8 +365,7 @@ def embedding_figure(table: Any, title: str = "") -> Any:
     ax.set_xlabel("ops that use the NumPy array")
     ax.set_ylabel("MiB")
     ax.legend()
-    if title:
-        ax.set_title(title)
+    widgets.set_title(ax, title)
     return fig
 
 

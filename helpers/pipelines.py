@@ -359,7 +359,7 @@ def throughputs(shards: Sequence[str], options: Options, n_images: int, repeats:
             usage = sampler.summary()
         else:
             measured, usage = timing.measure(fn, repeats=repeats, items=n_images, label=name), {}
-        rows.append({"run": name, "images_per_s": measured.throughput, "median_s": measured.median,
+        rows.append({"run": name, "images_per_s": round(measured.throughput), "median_s": round(measured.median, 4),
                      "cpu_mean": usage.get("cpu_mean"), "gpu_mean": usage.get("gpu_mean")})
         if on_progress is not None:
             on_progress(i, len(runs))
@@ -386,6 +386,8 @@ def throughput_figure(table: Any, title: str = "") -> Any:
     """Bars of data-only, compute-only and end-to-end images per second."""
     from matplotlib.figure import Figure
 
+    from helpers import widgets
+
     fig = Figure(figsize=(6.4, 2.4), layout="constrained")
     ax = fig.add_subplot()
     colors = ["#1f77b4", "#9e9e9e", "#ff7f0e"]
@@ -395,8 +397,7 @@ def throughput_figure(table: Any, title: str = "") -> Any:
     for y, value in enumerate(table["images_per_s"]):
         ax.annotate(f"  {value:,.0f}", (value, y), va="center", fontsize=9)
     ax.margins(x=0.25)
-    if title:
-        ax.set_title(title, fontsize=10)
+    widgets.set_title(ax, title)
     return fig
 
 

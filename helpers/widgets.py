@@ -53,9 +53,14 @@ def figure(table: Any, title: str = "", unit: str = "ms") -> Any:
     for y, (end, speedup) in enumerate(zip(values + high, table["speedup"], strict=True)):
         ax.annotate(f"  {speedup:.2f}x", (end, y), va="center", fontsize=9)
     ax.margins(x=0.2)
-    if title:
-        ax.set_title("\n".join(textwrap.wrap(title, 64)), fontsize=10)
+    set_title(ax, title)
     return fig
+
+
+def set_title(ax: Any, title: str, width: int = 64) -> None:
+    """Give a chart a title wrapped to ``width`` characters, so long settings stay readable."""
+    if title:
+        ax.set_title("\n".join(textwrap.wrap(title, width)), fontsize=10)
 
 
 def png(fig: Any) -> bytes:
