@@ -275,13 +275,19 @@ def _nvml_handle() -> Any:
         return None
 
 
+def read_epoch(dataset: Any) -> int:
+    """Read one full pass of a dataset of (image batch, label batch); return the image count."""
+    return sum(int(images.shape[0]) for images, _ in dataset)
+
+
 def variants(names: Sequence[str], shards: Sequence[str]) -> dict[str, Any]:
     """Callables that each read one full pass of the named presets' pipelines (for timing)."""
+    from functools import partial
+
     unknown = [n for n in names if n not in PRESETS]
     if unknown:
         raise ValueError(f"unknown pipeline(s) {unknown}; known: {list(PRESETS)}")
-    built = {name: build(shards, PRESETS[name]) for name in names}
-    return {name: (lambda d=dataset: sum(int(b[0].shape[0]) for b in d)) for name, dataset in built.items()}
+    return {name: partial(read_epoch, build(shards, PRESETS[name])) for name in names}
 
 
 
@@ -337,7 +343,7 @@ def throughputs(shards: Sequence[str], options: Options, n_images: int, repeats:
     y0 = tf.zeros([options.batch], tf.int64)
 
     def data_only() -> int:
-        return sum(int(x.shape[0]) for x, _ in dataset)
+        return read_epoch(dataset)
 
     def compute_only() -> Any:
         loss = None
@@ -359,8 +365,11 @@ def throughputs(shards: Sequence[str], options: Options, n_images: int, repeats:
             usage = sampler.summary()
         else:
             measured, usage = timing.measure(fn, repeats=repeats, items=n_images, label=name), {}
+        per_core = usage.get("cpu_per_core")
         rows.append({"run": name, "images_per_s": round(measured.throughput), "median_s": round(measured.median, 4),
-                     "cpu_mean": usage.get("cpu_mean"), "gpu_mean": usage.get("gpu_mean")})
+                     "cpu_mean": usage.get("cpu_mean"),
+                     "cpu_per_core": " / ".join(f"{v:.0f}%" for v in per_core) if per_core else "",
+                     "gpu_mean": usage.get("gpu_mean")})
         if on_progress is not None:
             on_progress(i, len(runs))
     table = pd.DataFrame(rows).set_index("run")

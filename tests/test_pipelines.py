@@ -142,8 +142,15 @@ def test_throughputs_table_and_verdict(shards):
     assert list(table.index) == ["data only", "compute only", "end to end"]
     assert (table["images_per_s"] > 0).all()
     assert 0 <= table.loc["end to end", "cpu_mean"] <= 100
+    assert table.loc["end to end", "cpu_per_core"].count("%") >= 1
     verdict = pipelines.bound_verdict(table)
     assert verdict.startswith(("Input-bound", "Not input-bound")) and "compute-only bound" in verdict
     assert pipelines.throughput_figure(table, "t").axes[0].get_title() == "t"
     experiment = pipelines.toggles_experiment(shards, 96)
     assert list(experiment(parallel=True, prefetch=True).index) == list(table.index)
+
+
+def test_read_epoch_and_cache_placements(shards):
+    for where in ("before_map", "after_decode"):
+        dataset = pipelines.build(shards, pipelines.Options(parallel=True, cache=where))
+        assert pipelines.read_epoch(dataset) == pipelines.read_epoch(dataset) == 96
