@@ -1,9 +1,18 @@
 """Helpers behind the TensorFlow Performance Workbook notebooks.
 
-One small module per notebook topic (``graphs``, ...) plus shared pieces: ``timing`` (honest
-timing), ``widgets`` (the comparison widget), ``env`` (machine report, logical devices, the
-scale knob), ``bench`` (the benchmark runner), ``fileio`` and ``nbtools``. Importing this
-package does nothing else: import the module you need, e.g. ``from helpers import timing``.
+One small module per notebook topic:
+
+- ``start`` (00): the environment check; ``graphs`` (00, 01): ops, tensors, graphs, eager vs graph
+- ``placement`` (02-04): placement logs as tables, soft placement, towers with ``add_n``
+- ``memory`` (05): embedded constants and retracing, behind a memory guard
+- ``cifar``, ``tfrecords`` (06): verified CIFAR-10 download, TFRecord shards, readers
+- ``pipelines`` (07): input pipelines, throughput bounds, utilisation sampling
+
+and shared pieces: ``timing`` (honest timing), ``widgets`` (the live comparison and experiment
+widgets and their static figures), ``env`` (machine report, logical devices, the scale knob),
+``bench`` (the benchmark runner), ``exercises`` (check results), ``fileio`` (atomic writes) and
+``nbtools`` (execute, check and re-run notebooks). Importing this package does nothing else:
+import the module you need, e.g. ``from helpers import timing``.
 """
 
 __version__ = "0.1.0"

@@ -254,6 +254,7 @@ def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point: ``make-sample OUT_DIR``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or args[0] != "make-sample":
         print("usage: python -m helpers.cifar make-sample OUT_DIR", file=sys.stderr)

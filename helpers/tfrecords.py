@@ -41,6 +41,7 @@ class VerificationError(ValueError):
 
 
 def sha256_of(path: Path) -> str:
+    """The SHA-256 hex digest of a file, read in chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -92,10 +93,12 @@ def plan_shards(
 
 
 def shard_name(split: str, index: int, count: int, gzip: bool) -> str:
+    """``train-00001-of-00004.tfrecord`` (``.gz`` when compressed)."""
     return f"{split}-{index:05d}-of-{count:05d}.tfrecord" + (".gz" if gzip else "")
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any]:
+    """The manifest in ``out_dir`` as a dict (empty when there is none yet)."""
     path = Path(out_dir) / MANIFEST
     return json.loads(path.read_text()) if path.exists() else {}
 
@@ -167,6 +170,7 @@ def convert(
 
 
 def parse_spec() -> dict[str, Any]:
+    """The feature spec of the workbook's examples: image bytes, label, shape."""
     import tensorflow as tf
 
     return {

@@ -140,9 +140,11 @@ class RunWidget:
         return {name: control.value for name, control in self.controls.items()}
 
     def compute(self, params: dict[str, Any], on_progress: ProgressFn) -> Any:
+        """Run the measurement for ``params``; report progress through ``on_progress``."""
         raise NotImplementedError
 
     def render(self, result: Any, title: str) -> tuple[list[Any], str]:
+        """The objects to display for ``result`` and its one-line verdict."""
         raise NotImplementedError
 
     def run(self) -> Any:
