@@ -7,6 +7,7 @@ One small module per notebook topic:
 - ``memory`` (05): embedded constants and retracing, behind a memory guard
 - ``cifar``, ``tfrecords`` (06): verified CIFAR-10 download, TFRecord shards, readers
 - ``pipelines`` (07): input pipelines, throughput bounds, utilisation sampling
+- ``fused`` (08, notebook to come): fused batch norm, XLA, ``decode_and_crop_jpeg``
 
 and shared pieces: ``timing`` (honest timing), ``widgets`` (the live comparison and experiment
 widgets and their static figures), ``env`` (machine report, logical devices, the scale knob),

@@ -28,7 +28,7 @@ from helpers import fileio, timing
 
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
 TOPIC_MODULES: tuple[str, ...] = (
-    "helpers.graphs", "helpers.memory", "helpers.tfrecords", "helpers.pipelines",
+    "helpers.graphs", "helpers.memory", "helpers.tfrecords", "helpers.pipelines", "helpers.fused",
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"
