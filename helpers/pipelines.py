@@ -326,24 +326,17 @@ def train_step_fn(model: Any, learning_rate: float = 0.01) -> Any:
     return step
 
 
-def throughputs(shards: Sequence[str], options: Options, n_images: int, repeats: int = 3,
-                on_progress: ProgressFn | None = None) -> Any:
-    """Images per second three ways on the same model: the pipeline alone, the model alone on
-    one batch kept in memory (the compute-only bound), and the two together (end to end), with
-    CPU (and GPU) utilisation sampled during the end-to-end runs."""
-    import pandas as pd
+def training_runs(shards: Sequence[str], options: Options, n_images: int) -> dict[str, Any]:
+    """Three callables over the same model, each one epoch of ``n_images``: the pipeline alone
+    (``data only``), the training step on one batch kept in memory (``compute only``, the bound),
+    and training fed by the pipeline (``end to end``). Each returns something forced when timed."""
     import tensorflow as tf
-
-    from helpers import timing
 
     dataset = build(shards, options)
     step = train_step_fn(make_model())
     steps = -(-n_images // options.batch)
     x0 = tf.random.stateless_uniform([options.batch, CROP, CROP, 3], seed=(1, 2), minval=-1.0)
     y0 = tf.zeros([options.batch], tf.int64)
-
-    def data_only() -> int:
-        return read_epoch(dataset)
 
     def compute_only() -> Any:
         loss = None
@@ -357,8 +350,20 @@ def throughputs(shards: Sequence[str], options: Options, n_images: int, repeats:
             loss = step(x, y)
         return loss
 
-    rows, runs = [], [("data only", data_only), ("compute only", compute_only), ("end to end", end_to_end)]
-    for i, (name, fn) in enumerate(runs, start=1):
+    return {"data only": lambda: read_epoch(dataset), "compute only": compute_only, "end to end": end_to_end}
+
+
+def throughputs(shards: Sequence[str], options: Options, n_images: int, repeats: int = 3,
+                on_progress: ProgressFn | None = None) -> Any:
+    """Images per second for each of ``training_runs``, with CPU (and GPU) utilisation sampled
+    during the end-to-end runs."""
+    import pandas as pd
+
+    from helpers import timing
+
+    runs = training_runs(shards, options, n_images)
+    rows = []
+    for i, (name, fn) in enumerate(runs.items(), start=1):
         if name == "end to end":
             with UtilizationSampler(interval=0.1) as sampler:
                 measured = timing.measure(fn, repeats=repeats, items=n_images, label=name)
@@ -468,21 +473,8 @@ def _sequential_vs_tuned(n: int = 1024) -> dict[str, Any]:
 
 
 def _e2e_vs_compute_bound(n: int = 1024) -> dict[str, Any]:
-    import tensorflow as tf
-
-    shards, options = _bench_shards(n), PRESETS["tuned (+ prefetch)"]
-    dataset, step = build(shards, options), train_step_fn(make_model())
-    steps = -(-n // options.batch)
-    x0 = tf.random.stateless_uniform([options.batch, CROP, CROP, 3], seed=(1, 2), minval=-1.0)
-    y0 = tf.zeros([options.batch], tf.int64)
-
-    def compute_only() -> Any:
-        return [step(x0, y0) for _ in range(steps)][-1]
-
-    def end_to_end() -> Any:
-        return [step(x, y) for x, y in dataset][-1]
-
-    return {"compute only": compute_only, "end to end": end_to_end}
+    runs = training_runs(_bench_shards(n), PRESETS["tuned (+ prefetch)"], n)
+    return {"compute only": runs["compute only"], "end to end": runs["end to end"]}
 
 
 BENCHMARKS = [

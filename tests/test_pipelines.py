@@ -3,6 +3,7 @@ dtypes, the augmentation crops exactly, epoch order, and the utilisation sampler
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -29,7 +30,7 @@ def test_shards_verify(shards):
 
 @pytest.mark.parametrize("name", list(pipelines.PRESETS))
 def test_every_preset_yields_every_image_once(shards, name):
-    images, labels = collect(pipelines.build(shards, pipelines.Options(**{**pipelines.PRESETS[name].__dict__, "batch": 32})))
+    images, labels = collect(pipelines.build(shards, dataclasses.replace(pipelines.PRESETS[name], batch=32)))
     assert images.shape == (96, 56, 56, 3) and images.dtype == np.float32
     assert images.min() >= -1.0 and images.max() <= 1.0
     reference = collect(pipelines.build(shards, pipelines.PRESETS["sequential map"]))[1]
@@ -154,3 +155,12 @@ def test_read_epoch_and_cache_placements(shards):
     for where in ("before_map", "after_decode"):
         dataset = pipelines.build(shards, pipelines.Options(parallel=True, cache=where))
         assert pipelines.read_epoch(dataset) == pipelines.read_epoch(dataset) == 96
+
+
+def test_training_runs_force_their_work(shards):
+    runs = pipelines.training_runs(shards, pipelines.PRESETS["parallel map"], 96)
+    assert list(runs) == ["data only", "compute only", "end to end"]
+    assert runs["data only"]() == 96
+    for name in ("compute only", "end to end"):
+        loss = runs[name]()
+        assert hasattr(loss, "numpy") and float(loss) > 0  # a tensor: timing.force waits for it
