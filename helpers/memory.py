@@ -301,11 +301,9 @@ def embedding_experiment(
     hides growth. Guarded as a whole before the child starts; the child is killed and reaped
     if it fails or runs past ``timeout`` seconds.
     """
-    import json
-    import os
-    import subprocess
-
     import pandas as pd
+
+    from helpers import procs
 
     array_bytes = make_array(mib).nbytes  # validates mib
     steps = _steps(n_ops)
@@ -314,25 +312,8 @@ def embedding_experiment(
     guard(estimate, f"Graphs with {', '.join(map(str, steps))} embedded copies of a {mib} MiB array")
     if on_progress is not None:
         on_progress(0, 1)
-    command = [sys.executable, "-m", "helpers.memory", str(mib), str(n_ops)]
-    child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-        raise RuntimeError(f"the measurement ran past {timeout:.0f} s and was stopped") from None
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    if child.returncode != 0:
-        tail = "\n".join(err.strip().splitlines()[-5:])
-        raise RuntimeError(f"the measurement process failed (exit {child.returncode}):\n{tail}")
-    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    rows = procs.run_rows(procs.python_module("helpers.memory", str(mib), str(n_ops)),
+                          env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)
     if on_progress is not None:
         on_progress(1, 1)
     return pd.DataFrame(rows).set_index("ops")
@@ -536,7 +517,7 @@ BENCHMARKS = [
 
 
 if __name__ == "__main__":  # the measurement process of embedding_experiment
-    import json as _json
+    from helpers import procs as _procs
 
     for _row in _experiment_rows(float(sys.argv[1]), int(sys.argv[2])):
-        print(_json.dumps(_row), flush=True)
+        _procs.emit(_row)

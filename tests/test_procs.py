@@ -1,0 +1,119 @@
+"""The fresh-process runner: results, crashes, hangs, garbage, and no child left behind."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from helpers import procs
+
+
+def py(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+@pytest.fixture
+def no_orphans():
+    before = children()
+    yield
+    left = children() - before
+    assert not left, f"child processes left running: {left}"
+
+
+def test_rows_come_back_and_env_reaches_the_child(no_orphans):
+    rows = procs.run_rows(py("""
+        import os
+        from helpers import procs
+        print("some chatter that is not a result")
+        procs.emit({"threads": os.environ["WORKBOOK_TEST"], "ms": 1.5})
+        procs.emit({"threads": "2", "ms": 0.75})
+    """), env={"WORKBOOK_TEST": "1"}, timeout=60)
+    assert rows == [{"threads": "1", "ms": 1.5}, {"threads": "2", "ms": 0.75}]
+
+
+def test_crash_reports_exit_code_and_last_lines(no_orphans):
+    with pytest.raises(procs.ChildError, match="failed with exit code 3") as info:
+        procs.run_rows(py("""
+            import sys
+            print("step 1 done", flush=True)
+            sys.stderr.write("broke at step 2\\n")
+            sys.exit(3)
+        """), timeout=60)
+    assert "broke at step 2" in info.value.tail and "step 1 done" in info.value.tail
+
+
+def test_killed_by_signal_is_named(no_orphans):
+    with pytest.raises(procs.ChildError, match="killed by SIGSEGV"):
+        procs.run(py("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"), timeout=60)
+
+
+def test_hang_past_timeout_is_stopped_with_its_grandchildren(no_orphans, tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    with pytest.raises(procs.ChildError, match="ran past its 3 s timeout"):
+        procs.run(py(f"""
+            import subprocess, sys, time
+            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            open({str(pid_file)!r}, "w").write(str(grandchild.pid))
+            print("started", flush=True)
+            time.sleep(600)  # the hang under test
+        """), timeout=3)
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        assert time.monotonic() < deadline, "the grandchild outlived its killed parent"
+        time.sleep(0.05)
+
+
+def test_garbage_and_missing_rows_are_errors(no_orphans):
+    with pytest.raises(procs.ChildError, match="not a JSON object") as info:
+        procs.run_rows(py("print('@@row {not json'); print('@@row [1, 2]')"), timeout=60)
+    assert "@@row {not json" in info.value.tail
+    with pytest.raises(procs.ChildError, match="reported no result rows") as info:
+        procs.run_rows(py("print('12.5 ms, probably')"), timeout=60)
+    assert "12.5 ms, probably" in info.value.tail
+
+
+def test_interrupt_while_waiting_stops_the_child(no_orphans, monkeypatch):
+    real = subprocess.Popen.communicate
+    calls = []
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        procs.run(py("import time; time.sleep(600)"), timeout=600)
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="no shell"):
+        procs.run("python -c 'print(1)'")
+    with pytest.raises(TypeError, match="no shell"):
+        procs.run([])
+    with pytest.raises(ValueError, match="timeout"):
+        procs.run([sys.executable, "-c", "pass"], timeout=0)
+    with pytest.raises(TypeError, match="env must map strings"):
+        procs.run([sys.executable, "-c", "pass"], env={"OMP_NUM_THREADS": 2})
+    with pytest.raises(FileNotFoundError):
+        procs.run([sys.executable + "-missing"])
+
+
+def test_python_module_uses_this_interpreter():
+    assert procs.python_module("helpers.bench", "--list") == [sys.executable, "-m", "helpers.bench", "--list"]
+    assert os.path.isabs(procs.python_module("x")[0])
