@@ -36,17 +36,22 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.root_dir=. \
 		--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
-# Chromium for the end-to-end tests: as root with apt-get (CI, containers) install Debian's
-# package; elsewhere say so, and the browser tests skip with a message (in CI they fail).
+# Debian packages some tests use: Chromium for the end-to-end tests, tcmalloc and jemalloc for
+# notebook 10's allocator comparison. As root with apt-get (CI, containers) install what is
+# missing; elsewhere say how, and those tests skip with a message (in CI a missing one fails).
+SYSTEM_LIBS := libtcmalloc-minimal4 libjemalloc2
 browser:
-	@if [ -x "$(CHROMIUM)" ]; then :; \
+	@missing=""; [ -x "$(CHROMIUM)" ] || missing="chromium"; \
+	if command -v dpkg >/dev/null 2>&1; then \
+	  for p in $(SYSTEM_LIBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; fi; \
+	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "Installing Chromium for the browser tests (apt-get install chromium)..."; \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
-	    || echo "WARNING: could not install Chromium: the browser tests will not run."; \
+	  echo "Installing Debian packages for the tests:$$missing (apt-get)..."; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+	    || echo "WARNING: could not install$$missing: the tests that need them will not run."; \
 	else \
-	  echo "NOTE: no Chromium at $(CHROMIUM) and no root apt-get to install it: browser tests will be skipped."; \
-	  echo "      Install it (Debian/Ubuntu: sudo apt-get install chromium) or set CHROMIUM=/path/to/chromium."; \
+	  echo "NOTE: missing$$missing and no root apt-get to install them: the tests that need them will be skipped."; \
+	  echo "      Debian/Ubuntu: sudo apt-get install$$missing (or set CHROMIUM=/path/to/chromium)."; \
 	fi
 
 lint: $(STAMP)

@@ -29,6 +29,7 @@ from helpers import fileio, timing
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
 TOPIC_MODULES: tuple[str, ...] = (
     "helpers.graphs", "helpers.memory", "helpers.tfrecords", "helpers.pipelines", "helpers.fused",
+    "helpers.rnn", "helpers.cputune",
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"
@@ -38,41 +39,55 @@ ID_PATTERN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
 @dataclass(frozen=True)
 class Comparison:
     """A named comparison: ``make_variants(**params)`` returns at least the baseline and the
-    variant; ``quick`` and ``full`` are the two workloads' parameters."""
+    variant, timed here in one process; or, for settings that need fresh processes,
+    ``measure(**params)`` returns ``timing.compare``'s table itself (its ``attrs["note"]``, if
+    any, is reported beside the result). ``quick`` and ``full`` are the two workloads'
+    parameters; ``bound()``, when given, is the largest ratio physics allows (the core count for
+    threads); ``unit`` is what the medians count when they are not seconds (``"bytes"``)."""
 
     id: str
     title: str
-    make_variants: Callable[..., Mapping[str, Callable[..., Any]]]
-    baseline: str
-    variant: str
+    make_variants: Callable[..., Mapping[str, Callable[..., Any]]] | None = None
+    baseline: str = "baseline"
+    variant: str = "variant"
     quick: Mapping[str, Any] = field(default_factory=dict)
     full: Mapping[str, Any] = field(default_factory=dict)
     repeats: int = 7
     min_time: float = 0.5
     items: Callable[..., int] | None = None
+    measure: Callable[..., Any] | None = None
+    bound: Callable[[], float] | None = None
+    unit: str = "s"
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id):
             raise ValueError(f"comparison id {self.id!r} must look like 'topic.name' (a-z, 0-9, _)")
         if self.baseline == self.variant:
             raise ValueError(f"{self.id}: baseline and variant are both {self.baseline!r}")
+        if (self.make_variants is None) == (self.measure is None):
+            raise ValueError(f"{self.id}: give exactly one of make_variants and measure")
 
     def run(self, quick: bool = False) -> dict[str, Any]:
         """Time baseline against variant, interleaved; return one ``bench.json`` record."""
         params = dict(self.quick if quick else self.full)
-        built = self.make_variants(**params)
-        missing = {self.baseline, self.variant} - set(built)
+        if self.measure is not None:
+            table = self.measure(**params)
+            missing = {self.baseline, self.variant} - set(table.index)
+        else:
+            built = self.make_variants(**params)  # type: ignore[misc]
+            missing = {self.baseline, self.variant} - set(built)
+            if not missing:
+                table = timing.compare(
+                    {self.baseline: built[self.baseline], self.variant: built[self.variant]},
+                    baseline=self.baseline,
+                    repeats=max(3, self.repeats // 2) if quick else self.repeats,
+                    min_time=self.min_time / 5 if quick else self.min_time,
+                    items=self.items(**params) if self.items else None,
+                )
         if missing:
-            raise ValueError(f"{self.id}: make_variants did not return {sorted(missing)}")
-        table = timing.compare(
-            {self.baseline: built[self.baseline], self.variant: built[self.variant]},
-            baseline=self.baseline,
-            repeats=max(3, self.repeats // 2) if quick else self.repeats,
-            min_time=self.min_time / 5 if quick else self.min_time,
-            items=self.items(**params) if self.items else None,
-        )
+            raise ValueError(f"{self.id}: the measurement did not return {sorted(missing)}")
         base, var = table.loc[self.baseline], table.loc[self.variant]
-        return {
+        record = {
             "id": self.id,
             "baseline": self.baseline,
             "variant": self.variant,
@@ -83,6 +98,13 @@ class Comparison:
             "repeats": int(var["repeats"]),
             "params": {k: _jsonable(v) for k, v in params.items()},
         }
+        if self.unit != "s":
+            record["unit"] = self.unit
+        if table.attrs.get("note"):
+            record["note"] = str(table.attrs["note"])
+        if self.bound is not None:
+            record["bound"] = float(self.bound())
+        return record
 
 
 def _jsonable(value: Any) -> Any:
@@ -116,14 +138,21 @@ def select(comparisons: Mapping[str, Comparison], only: Sequence[str] | None) ->
 def markdown(records: Sequence[Mapping[str, Any]]) -> str:
     """The results as a markdown table."""
     lines = [
-        "| id | baseline | variant | baseline median | variant median | speed-up | spread (IQR) | repeats |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| id | baseline | variant | baseline median | variant median | speed-up | spread (IQR) | repeats | note |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in records:
+        notes = [r["note"]] if r.get("note") else []
+        if "bound" in r:
+            notes.append(f"at most {r['bound']:g}x" + (" (ABOVE THE BOUND: check the measurement)"
+                                                     if r["speedup"] > r["bound"] * 1.1 else ""))
+        unit = r.get("unit", "s")
+        shown = [timing.format_seconds(r[k]) if unit == "s" else f"{r[k]:,.0f} {unit}" for k in ("baseline_s", "variant_s")]
+        note = "; ".join(notes)
         lines.append(
             f"| {r['id']} | {r['baseline']} | {r['variant']} "
-            f"| {timing.format_seconds(r['baseline_s'])} | {timing.format_seconds(r['variant_s'])} "
-            f"| {r['speedup']:.2f}x | {r['spread'][0]:.2f}-{r['spread'][1]:.2f}x | {r['repeats']} |"
+            f"| {shown[0]} | {shown[1]} "
+            f"| {r['speedup']:.2f}x | {r['spread'][0]:.2f}-{r['spread'][1]:.2f}x | {r['repeats']} | {note} |"
         )
     return "\n".join(lines)
 

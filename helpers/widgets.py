@@ -114,7 +114,8 @@ class RunWidget:
 
     Subclasses say what a run computes (``compute``) and how its result is shown (``render``,
     which returns displayable objects and a one-line verdict). ``controls`` maps each
-    parameter name to an ipywidget or to a list of choices (a dropdown).
+    parameter name to an ipywidget or to a list of choices (a dropdown; ``(label, value)``
+    pairs show the label and pass the value).
     """
 
     def __init__(self, controls: Mapping[str, Any] | None = None, *, title: str = "") -> None:
@@ -270,7 +271,10 @@ def _control(name: str, spec: Any) -> Any:
             spec.description = name
         return spec
     if isinstance(spec, Sequence) and not isinstance(spec, str) and len(spec) > 0:
-        return W.Dropdown(options=list(spec), value=spec[0], description=name)
+        options = list(spec)
+        # (label, value) pairs, as ipywidgets takes them: the first value, not the first pair
+        labelled = all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in options)
+        return W.Dropdown(options=options, value=options[0][1] if labelled else options[0], description=name)
     raise TypeError(
         f"control {name!r} must be an ipywidget or a non-empty list of choices, got {spec!r}"
     )

@@ -117,3 +117,32 @@ def test_command_line_runs_the_real_notebook_00_comparison(tmp_path):
     record = json.loads(out.read_text())["comparisons"][0]
     assert record["id"] == "graphs.eager_vs_function"
     assert record["baseline_s"] > 0 and record["variant_s"] > 0
+
+
+def _measured(small: bool = False):
+    from helpers import timing
+
+    table = timing.comparison_table({"a": timing.Timing("a", (4.0, 4.0)), "b": timing.Timing("b", (1.0, 1.0))}, "a")
+    table.attrs["note"] = "b agrees with a on 99.0%"
+    return table
+
+
+def test_measured_comparison_with_unit_note_and_bound():
+    comparison = bench.Comparison(id="fake.sizes", title="sizes", measure=_measured, baseline="a", variant="b",
+                                  unit="bytes", bound=lambda: 3.0)
+    record = comparison.run()
+    assert record["speedup"] == 4.0 and record["unit"] == "bytes" and record["bound"] == 3.0
+    assert record["note"] == "b agrees with a on 99.0%"
+    row = bench.markdown([record]).splitlines()[2]
+    assert "| 4 bytes | 1 bytes |" in row
+    assert "b agrees with a on 99.0%; at most 3x (ABOVE THE BOUND: check the measurement)" in row
+
+
+def test_exactly_one_way_to_measure():
+    with pytest.raises(ValueError, match="exactly one of make_variants and measure"):
+        bench.Comparison(id="fake.none", title="t", baseline="a", variant="b")
+    with pytest.raises(ValueError, match="exactly one of make_variants and measure"):
+        bench.Comparison(id="fake.both", title="t", make_variants=fake_variants, measure=_measured,
+                         baseline="a", variant="b")
+    with pytest.raises(ValueError, match="did not return"):
+        bench.Comparison(id="fake.wrong", title="t", measure=_measured, baseline="a", variant="c").run()

@@ -52,6 +52,8 @@ def test_controls_from_lists_and_widgets():
     assert widget.controls["n"] is slider and slider.description == "n"
     assert isinstance(widget.controls["m"], W.Dropdown)
     assert widget.params() == {"n": 7, "m": "x"}
+    shapes = widgets.ComparisonWidget(make_variants, {"shape": [("small", (8, 28)), ("large", (32, 56))]})
+    assert shapes.params() == {"shape": (8, 28)} and shapes.controls["shape"].label == "small"
 
 
 @pytest.mark.parametrize("spec", [[], "abc", 3, None])

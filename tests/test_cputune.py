@@ -1,0 +1,165 @@
+"""Unit tests for helpers.cputune: settings, the child workloads, sweeps, feature detection."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from helpers import cputune, procs
+
+
+def test_setting_env_and_label(tmp_path):
+    lib = tmp_path / "libtcmalloc_minimal.so.4"
+    lib.write_bytes(b"")
+    s = cputune.Setting(intra=1, inter=2, onednn=False, omp_threads=1, allocator=str(lib))
+    assert s.env() == {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "0", "OMP_NUM_THREADS": "1",
+                       "LD_PRELOAD": str(lib)}
+    assert s.describe() == "intra 1, inter 2, oneDNN off, OMP 1, tcmalloc_minimal"
+    assert cputune.Setting().env() == {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"intra": -1}, "intra must be"), ({"inter": 1.5}, "inter must be"), ({"intra": True}, "intra must be"),
+    ({"omp_threads": 0}, "omp_threads"), ({"allocator": "/nonexistent/libtcmalloc.so"}, "is not a file"),
+])
+def test_bad_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        cputune.Setting(**kwargs)
+
+
+def test_threads_reach_the_child_and_rows_come_back():
+    rows = cputune.run_setting(cputune.Setting(intra=1, inter=1, onednn=False), ["matmul"], repeats=2, small=True)
+    assert len(rows) == 1 and rows[0]["workload"] == "matmul"
+    assert len(rows[0]["seconds"]) == 2 and all(s > 0 for s in rows[0]["seconds"])
+    assert rows[0]["onednn"] is False and rows[0]["allocator"] == "default"
+
+
+def test_sweep_rounds_pool_samples_and_comparison_table():
+    settings = {"1 thread": cputune.Setting(intra=1, inter=1), "2 threads": cputune.Setting(intra=2, inter=2)}
+    calls = []
+    table = cputune.comparison(settings, "matmul", repeats=2, rounds=2, small=True,
+                               on_progress=lambda d, t: calls.append((d, t)))
+    assert list(table.index) == ["1 thread", "2 threads"] and table.attrs["baseline"] == "1 thread"
+    assert list(table["repeats"]) == [4, 4]  # 2 rounds x 2 repeats, pooled
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_comparison_raises_when_a_setting_fails():
+    settings = {"on": cputune.Setting(onednn=True), "off": cputune.Setting(onednn=False)}
+    with pytest.raises(RuntimeError, match="off: UnimplementedError: The Conv2D op currently only supports"):
+        cputune.comparison(settings, "conv2d_NCHW", repeats=1, rounds=1, small=True)
+
+
+def test_summary_and_figure():
+    import pandas as pd
+
+    table = pd.DataFrame([
+        {"setting": "a", "workload": "w", "median_ms": 10.0, "q1_ms": 9.0, "q3_ms": 11.0, "error": ""},
+        {"setting": "b", "workload": "w", "median_ms": 5.0, "q1_ms": 4.0, "q3_ms": 6.0, "error": ""},
+        {"setting": "a", "workload": "v", "median_ms": float("nan"), "q1_ms": float("nan"), "q3_ms": float("nan"),
+         "error": "UnimplementedError: nope"},
+    ])
+    assert cputune.sweep_summary(table) == "w: fastest b (5.0 ms), 2.00x ahead of a | v: every setting failed"
+    fig = cputune.sweep_figure(table, "title")
+    assert [ax.get_title() for ax in fig.axes] == ["w", "v"]
+
+
+def test_bad_sweeps():
+    with pytest.raises(ValueError, match="workloads must be among"):
+        cputune.sweep({"a": cputune.Setting()}, ["resnet"])
+    with pytest.raises(ValueError, match="at least one Setting"):
+        cputune.sweep({}, ["matmul"])
+    with pytest.raises(ValueError, match="rounds"):
+        cputune.sweep({"a": cputune.Setting()}, ["matmul"], rounds=0)
+    with pytest.raises(ValueError, match="repeats"):
+        cputune.run_setting(cputune.Setting(), ["matmul"], repeats=0)
+
+
+def test_wheel_line_parsing():
+    line = ("I0000 cpu_feature_guard.cc:227] This TensorFlow binary is optimized ...\n"
+            "To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow")
+    assert cputune.wheel_missing_instructions(line) == ["AVX2", "AVX512F", "FMA"]
+    assert cputune.wheel_missing_instructions("nothing here") == []
+    table = cputune.features_table({"avx": True, "avx2": True, "fma": True, "avx512f": False}, ["AVX2", "FMA"])
+    assert table.loc["AVX", "the wheel uses it"] == "everywhere"
+    assert table.loc["AVX2", "the wheel uses it"] == "only in oneDNN kernels"
+    assert table.loc["AVX512F", "this CPU"] == "no" and table.loc["AVX512F", "the wheel uses it"] == "-"
+
+
+def test_wheel_report_reads_a_real_start():
+    missing = cputune.wheel_report()
+    assert isinstance(missing, list) and all(m.isupper() for m in missing)
+
+
+def test_find_allocators(tmp_path):
+    (tmp_path / "libjemalloc.so.2").write_bytes(b"")
+    found = cputune.find_allocators([str(tmp_path)])
+    assert found.get("jemalloc") == str(tmp_path / "libjemalloc.so.2")
+    assert set(found) <= set(cputune.ALLOCATORS)
+
+
+def test_preloaded_allocator_is_seen_by_the_child():
+    found = cputune.find_allocators()
+    if not found:
+        message = "no tcmalloc or jemalloc installed here (make test installs them as root; apt-get install libtcmalloc-minimal4)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    name, path = next(iter(found.items()))
+    rows = cputune.run_setting(cputune.Setting(allocator=path), ["matmul"], repeats=1, small=True)
+    assert rows[0]["allocator"] == name
+
+
+def test_child_rejects_unknown_usage():
+    with pytest.raises(procs.ChildError, match="exit code 1"):
+        procs.run(procs.python_module("helpers.cputune"), timeout=60, cwd=os.getcwd())
+
+
+def test_memory_map_readers():
+    maps = "7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.9\n"
+    assert cputune._loaded_allocator(maps) == "tcmalloc"
+    assert cputune._loaded_allocator("/usr/lib/libc.so.6\n") == "default"
+    assert cputune._loaded_allocator("") == "unknown"
+    assert cputune._openmp_runtime("/usr/lib/x86_64-linux-gnu/libgomp.so.1\n") == "libgomp"
+    assert cputune._openmp_runtime("/usr/lib/libc.so.6\n") == "none"
+
+
+def test_named_sweeps():
+    cores = os.cpu_count()
+    threads = cputune.thread_settings()
+    assert len(threads) == cores and threads["intra 1, inter 1"] == cputune.Setting(intra=1, inter=1)
+    assert list(cputune.thread_settings(3, inter=2)) == ["intra 1, inter 2", "intra 2, inter 2", "intra 3, inter 2"]
+    for kind in cputune.SWEEPS:
+        assert cputune.sweep_settings(kind)
+    kmp = list(cputune.sweep_settings("OpenMP and KMP variables").values())[-1]
+    assert kmp.env()["KMP_BLOCKTIME"] == "0" and "KMP_BLOCKTIME=0" in kmp.describe()
+    assert "glibc malloc" in cputune.sweep_settings("allocators")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        cputune.sweep_settings("hugepages")
+    with pytest.raises(ValueError, match="max_threads"):
+        cputune.thread_settings(-2)
+    with pytest.raises(ValueError, match="extra_env"):
+        cputune.Setting(extra_env={"KMP_BLOCKTIME": 0})
+
+
+def test_run_sweep_on_the_pipeline_workload():
+    table = cputune.run_sweep("oneDNN", "jpeg_pipeline", repeats=1, small=True)
+    assert list(table["setting"]) == ["oneDNN on", "oneDNN off"] and (table["error"] == "").all()
+    assert list(table["onednn"]) == [True, False] and set(table["openmp"]) <= {"none", "libgomp", "libiomp"}
+
+
+def test_check_fastest():
+    import pandas as pd
+
+    table = pd.DataFrame([
+        {"setting": "a", "workload": "w", "median_ms": 10.0, "q1_ms": 9.5, "q3_ms": 10.5, "error": ""},
+        {"setting": "b", "workload": "w", "median_ms": 5.0, "q1_ms": 4.8, "q3_ms": 5.2, "error": ""},
+        {"setting": "c", "workload": "w", "median_ms": 5.3, "q1_ms": 5.1, "q3_ms": 5.6, "error": ""},
+    ])
+    assert cputune.check_fastest(table, "w", "b")
+    assert "a tie" in repr(cputune.check_fastest(table, "w", "c"))
+    assert "b ran faster" in repr(cputune.check_fastest(table, "w", "a"))
+    assert "not one of the settings" in repr(cputune.check_fastest(table, "w", "..."))
+    assert "no result for workload" in repr(cputune.check_fastest(table, "v", "a"))
+    assert "pass the table" in repr(cputune.check_fastest(None, "w", "a"))
