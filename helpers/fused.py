@@ -1,4 +1,4 @@
-"""Fused ops, data format and XLA (notebook 08; the notebook itself is still to come).
+"""Fused ops, data format and XLA (notebook 08).
 
 Each ``*_variants`` function returns same-result callables for ``timing.compare``; each
 ``*_difference`` function says how far apart their results are, so a speed claim always comes
@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.exercises import Feedback, correct, not_yet
 
 FORMATS = ("NHWC", "NCHW")
 CHAINS = ("multiply_add", "transcendental")
@@ -49,19 +50,24 @@ def batchnorm_variants(
         return tf.nn.batch_normalization(t, mean, variance, tf.reshape(offset, shape_c),
                                          tf.reshape(scale, shape_c), 1e-3)
 
-    def wrap(norm: Callable[[Any], Any]) -> Callable[[], Any]:
-        @tf.function
-        def run() -> Any:
-            if not backward:
-                return norm(x)
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                loss = tf.reduce_sum(norm(x) * weights)
-            return tape.gradient(loss, [x, scale, offset])
+    return {name: tf.function(_norm_step(norm, x, weights, [scale, offset], backward))
+            for name, norm in (("unfused", unfused), ("fused", fused))}
 
-        return run
 
-    return {"unfused": wrap(unfused), "fused": wrap(fused)}
+def _norm_step(norm: Callable[[Any], Any], x: Any, weights: Any, variables: list[Any], backward: bool) -> Callable[[], Any]:
+    """``norm(x)``, or with ``backward`` the gradients of ``sum(norm(x) * weights)`` with respect
+    to ``x`` and ``variables``: a loss whose gradients are not trivially zero."""
+    import tensorflow as tf
+
+    def run() -> Any:
+        if not backward:
+            return norm(x)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(norm(x) * weights)
+        return tape.gradient(loss, [x, *variables])
+
+    return run
 
 
 def batchnorm_difference(shape: Sequence[int] = (8, 28, 28, 16), data_format: str = "NHWC") -> float:
@@ -70,6 +76,74 @@ def batchnorm_difference(shape: Sequence[int] = (8, 28, 28, 16), data_format: st
 
     variants = batchnorm_variants(shape, data_format, backward=False)
     return float(tf.reduce_max(tf.abs(variants["fused"]() - variants["unfused"]())))
+
+
+def batchnorm_grid(shape: Sequence[int] = (32, 56, 56, 64), repeats: int = 5, on_progress: Any = None) -> Any:
+    """Fused against unfused batch norm for NHWC and NCHW, forward and forward + backward: one
+    row each with both medians (ms) and the fused kernel's speed-up with its IQR range."""
+    import pandas as pd
+
+    from helpers import timing
+
+    rows = []
+    cases = [(f, b) for f in FORMATS for b in (False, True)]
+    for i, (data_format, backward) in enumerate(cases):
+        table = timing.compare(batchnorm_variants(shape, data_format, backward), baseline="unfused", repeats=repeats)
+        fused_row = table.loc["fused"]
+        rows.append({"format": data_format, "pass": "forward + backward" if backward else "forward",
+                     "unfused ms": round(table.loc["unfused", "median_s"] * 1e3, 2),
+                     "fused ms": round(fused_row["median_s"] * 1e3, 2),
+                     "speed-up": f"{fused_row['speedup']:.2f}x [{fused_row['speedup_low']:.2f}-{fused_row['speedup_high']:.2f}]"})
+        if on_progress is not None:
+            on_progress(i + 1, len(cases))
+    return pd.DataFrame(rows).set_index(["format", "pass"])
+
+
+def keras_batchnorm_op_types(shape: Sequence[int] = (8, 28, 28, 16)) -> dict[str, int]:
+    """The op types (and how many of each) in the graph of a Keras ``BatchNormalization``
+    layer's training-mode call: what the layer really runs."""
+    import keras
+    import tensorflow as tf
+
+    n, h, w, c = _check_shape(shape)
+    layer = keras.layers.BatchNormalization()
+    layer.build((None, h, w, c))
+    graph = tf.function(lambda t: layer(t, training=True)).get_concrete_function(
+        tf.TensorSpec([n, h, w, c], tf.float32)).graph
+    counts: dict[str, int] = {}
+    for op in graph.get_operations():
+        counts[op.type] = counts.get(op.type, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def keras_batchnorm_variants(shape: Sequence[int] = (32, 56, 56, 64), backward: bool = True) -> dict[str, Callable[[], Any]]:
+    """A Keras ``BatchNormalization`` layer in training mode (forward, and with ``backward`` the
+    gradients too) as a plain ``tf.function`` and compiled by XLA, beside the fused kernel."""
+    import keras
+    import tensorflow as tf
+
+    n, h, w, c = _check_shape(shape)
+    x = tf.random.stateless_normal([n, h, w, c], seed=(1, 2))
+    weights = tf.random.stateless_normal([n, h, w, c], seed=(7, 8))
+    layer = keras.layers.BatchNormalization(epsilon=1e-3, momentum=0.99)
+    layer.build((None, h, w, c))
+
+    variables = [layer.gamma, layer.beta]
+    keras_call = _norm_step(lambda t: layer(t, training=True), x, weights, variables, backward)
+    fused_call = _norm_step(lambda t: tf.compat.v1.nn.fused_batch_norm(t, layer.gamma, layer.beta, epsilon=1e-3)[0],
+                            x, weights, variables, backward)
+    return {"Keras layer": tf.function(keras_call), "Keras layer + XLA": tf.function(keras_call, jit_compile=True),
+            "fused_batch_norm": tf.function(fused_call)}
+
+
+def data_format_table(small: bool = False, repeats: int = 5, rounds: int = 1, on_progress: Any = None) -> Any:
+    """A 3x3 ``conv2d`` in NHWC and in NCHW, each in fresh processes with oneDNN on and off
+    (``TF_ENABLE_ONEDNN_OPTS``): medians in ms, or the error where a format cannot run."""
+    from helpers import cputune
+
+    settings = {"oneDNN on": cputune.Setting(onednn=True), "oneDNN off": cputune.Setting(onednn=False)}
+    return cputune.sweep(settings, ["conv2d_NHWC", "conv2d_NCHW"], repeats=repeats, rounds=rounds,
+                         small=small, on_progress=on_progress)
 
 
 def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000_000) -> dict[str, Callable[[], Any]]:
@@ -127,6 +201,64 @@ def crop_difference(height: int = 480, width: int = 640, crop: int = 224) -> tup
     a = tf.cast(variants["decode then crop"](), tf.int32)
     b = tf.cast(variants["decode_and_crop_jpeg"](), tf.int32)
     return float(tf.reduce_mean(tf.cast(a != b, tf.float32))), int(tf.reduce_max(tf.abs(a - b)))
+
+
+def _op_types(fn: Callable[..., Any], *specs: Any) -> set[str]:
+    import tensorflow as tf
+
+    graph = tf.function(fn).get_concrete_function(*specs).graph
+    return {op.type for op in graph.get_operations()}
+
+
+def check_fused_batchnorm(fn: Any) -> Feedback:
+    """Exercise check: ``fn(x)`` batch-normalizes an NHWC batch (scale 1, offset 0, epsilon
+    1e-3) through the fused kernel and matches the unfused result."""
+    import tensorflow as tf
+
+    if not callable(fn):
+        return not_yet(f"pass your function itself, got {fn!r}")
+    x = tf.random.stateless_normal([4, 8, 8, 6], seed=(9, 9)) * 3.0 + 1.0
+    try:
+        got = tf.convert_to_tensor(fn(x))
+        ops = _op_types(fn, tf.TensorSpec(x.shape, tf.float32))
+    except Exception as exc:  # the learner's code: report, don't crash the notebook
+        return not_yet(f"calling it raised {type(exc).__name__}: {exc}")
+    mean, variance = tf.nn.moments(x, axes=[0, 1, 2])
+    want = tf.nn.batch_normalization(x, mean, variance, None, None, 1e-3)
+    if got.shape != want.shape:
+        return not_yet(f"the result has shape {got.shape}, expected {want.shape}")
+    if not any(op.startswith("FusedBatchNorm") for op in ops):
+        return not_yet(f"the graph has no FusedBatchNorm op, only {sorted(ops)}")
+    worst = float(tf.reduce_max(tf.abs(got - want)))
+    if worst > 1e-3:
+        return not_yet(f"the values differ from the unfused result by up to {worst:.3g}")
+    return correct(f"one FusedBatchNorm op, within {worst:.1g} of the unfused ops")
+
+
+def check_window_decode(fn: Any) -> Feedback:
+    """Exercise check: ``fn(jpeg, top, left, height, width)`` decodes only that window of the
+    JPEG with ``decode_and_crop_jpeg`` and matches decode-then-crop closely."""
+    import tensorflow as tf
+
+    if not callable(fn):
+        return not_yet(f"pass your function itself, got {fn!r}")
+    pixels = tf.cast(tf.random.stateless_uniform([96, 128, 3], seed=(1, 1), maxval=256, dtype=tf.int32), tf.uint8)
+    jpeg = tf.io.encode_jpeg(pixels)
+    box = (8, 16, 48, 64)
+    try:
+        got = tf.convert_to_tensor(fn(jpeg, *box))
+        ops = _op_types(lambda j: fn(j, *box), tf.TensorSpec([], tf.string))
+    except Exception as exc:  # the learner's code: report, don't crash the notebook
+        return not_yet(f"calling it raised {type(exc).__name__}: {exc}")
+    want = tf.image.crop_to_bounding_box(tf.io.decode_jpeg(jpeg, channels=3), *box)
+    if got.shape != want.shape:
+        return not_yet(f"the crop has shape {got.shape}, expected {want.shape}")
+    if "DecodeAndCropJpeg" not in ops:
+        return not_yet(f"the graph has no DecodeAndCropJpeg op, only {sorted(ops)}")
+    mean_diff = float(tf.reduce_mean(tf.abs(tf.cast(got, tf.float32) - tf.cast(want, tf.float32))))
+    if mean_diff > 2.0:
+        return not_yet(f"the pixels differ from decode-then-crop by {mean_diff:.1f} on average: is the box right?")
+    return correct(f"only the window is decoded; mean difference {mean_diff:.2f} of 255")
 
 
 BENCHMARKS = [

@@ -56,3 +56,63 @@ def test_benchmarks_registered():
     ids = bench.registry()
     for id_ in ("fused.batchnorm_fwd_bwd", "fused.decode_and_crop", "fused.xla_elementwise"):
         assert ids[id_].run(quick=True)["speedup"] > 0
+
+
+def test_keras_batchnorm_runs_unfused_ops():
+    ops = fused.keras_batchnorm_op_types((2, 4, 4, 3))
+    assert {"Mean", "SquaredDifference", "Rsqrt"} <= set(ops)
+    assert not any(op.startswith("FusedBatchNorm") for op in ops)
+
+
+def test_keras_batchnorm_variants_agree():
+    import tensorflow as tf
+
+    variants = fused.keras_batchnorm_variants((4, 8, 8, 6), backward=False)
+    reference = variants["Keras layer"]()
+    for name in ("Keras layer + XLA", "fused_batch_norm"):
+        assert float(tf.reduce_max(tf.abs(variants[name]() - reference))) < 1e-3, name
+    grads = fused.keras_batchnorm_variants((4, 8, 8, 6), backward=True)
+    a, b = grads["Keras layer"](), grads["fused_batch_norm"]()
+    for ga, gb in zip(a, b, strict=True):
+        assert float(tf.reduce_max(tf.abs(ga - gb))) / (float(tf.reduce_max(tf.abs(gb))) + 1e-6) < 1e-3
+
+
+def test_data_format_table_shows_the_nchw_error_without_onednn():
+    table = fused.data_format_table(small=True, repeats=2)
+    rows = {(r.setting, r.workload): r for r in table.itertuples()}
+    assert len(rows) == 4
+    assert rows[("oneDNN on", "conv2d_NCHW")].error == "" and rows[("oneDNN on", "conv2d_NCHW")].median_ms > 0
+    assert "only supports the NHWC tensor format on the CPU" in rows[("oneDNN off", "conv2d_NCHW")].error
+    assert rows[("oneDNN off", "conv2d_NHWC")].onednn is False
+
+
+def test_exercise_checks():
+    import tensorflow as tf
+
+    def good(x):
+        c = x.shape[-1]
+        return tf.compat.v1.nn.fused_batch_norm(x, tf.ones([c]), tf.zeros([c]), epsilon=1e-3)[0]
+
+    def unfused(x):
+        mean, variance = tf.nn.moments(x, axes=[0, 1, 2])
+        return tf.nn.batch_normalization(x, mean, variance, None, None, 1e-3)
+
+    assert fused.check_fused_batchnorm(good)
+    assert "no FusedBatchNorm op" in repr(fused.check_fused_batchnorm(unfused))
+    assert "raised" in repr(fused.check_fused_batchnorm(lambda x: x[99]))
+    assert "pass your function" in repr(fused.check_fused_batchnorm(None))
+    assert fused.check_window_decode(lambda j, t, left, h, w: tf.io.decode_and_crop_jpeg(j, [t, left, h, w], channels=3))
+    slow = fused.check_window_decode(
+        lambda j, t, left, h, w: tf.image.crop_to_bounding_box(tf.io.decode_jpeg(j, channels=3), t, left, h, w))
+    assert "no DecodeAndCropJpeg op" in repr(slow)
+    wrong = fused.check_window_decode(lambda j, t, left, h, w: tf.io.decode_and_crop_jpeg(j, [0, 0, h, w], channels=3))
+    assert "is the box right" in repr(wrong)
+
+
+def test_batchnorm_grid_has_every_case():
+    calls = []
+    grid = fused.batchnorm_grid((2, 4, 4, 3), repeats=1, on_progress=lambda d, t: calls.append(d))
+    assert list(grid.index) == [("NHWC", "forward"), ("NHWC", "forward + backward"),
+                                ("NCHW", "forward"), ("NCHW", "forward + backward")]
+    assert (grid["fused ms"] > 0).all() and grid["speed-up"].str.match(r"^\d+\.\d\dx \[").all()
+    assert calls == [1, 2, 3, 4]

@@ -1,0 +1,238 @@
+"""RNN kernels (notebook 09): Keras 3's LSTM paths, GRU and the fused ``BlockLSTMV2`` op on the
+same inputs, and what unrolling a loop costs in tracing, speed and graph size.
+
+The LSTM variants share one set of weights, so their outputs can be checked against each other
+before any of them is timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from helpers.bench import Comparison
+from helpers.exercises import Feedback, correct, not_yet
+from helpers.timing import ProgressFn
+
+KINDS = ("LSTM", "RNN(LSTMCell)", "LSTM unroll=True", "GRU", "BlockLSTMV2")
+LSTM_KINDS = ("LSTM", "RNN(LSTMCell)", "LSTM unroll=True", "BlockLSTMV2")
+
+#: When Keras 3's LSTM (TensorFlow back end) runs cuDNN's fused kernel instead of its loop.
+CUDNN_CONDITIONS = (
+    "a GPU is visible to TensorFlow",
+    "use_cudnn='auto' (the default) or True",
+    "activation='tanh' and recurrent_activation='sigmoid' (the defaults)",
+    "recurrent_dropout=0 (dropout on the inputs is allowed)",
+    "unroll=False and use_bias=True (the defaults)",
+    "no mask, or a mask that is strictly right-padded (every sequence's padding at its end)",
+)
+
+
+def _whole(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def rnn_variants(
+    batch: int = 32, steps: int = 50, features: int = 32, units: int = 128, training: bool = True,
+    kinds: Sequence[str] = KINDS,
+) -> dict[str, Callable[[], Any]]:
+    """One ``tf.function`` per kind, on the same ``[batch, steps, features]`` input, returning the
+    output sequence (and, with ``training``, the gradients of a loss on it). The LSTM kinds share
+    one set of weights; GRU has its own."""
+    import keras
+    import tensorflow as tf
+
+    for name, value in (("batch", batch), ("steps", steps), ("features", features), ("units", units)):
+        _whole(name, value)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise ValueError(f"kinds must be among {list(KINDS)}, got {list(kinds)!r}")
+    keras.utils.set_random_seed(0)
+    x = tf.random.stateless_normal([batch, steps, features], seed=(1, 2))
+    target = tf.random.stateless_normal([batch, steps, units], seed=(3, 4))  # a loss with real gradients
+
+    reference = keras.layers.LSTM(units, return_sequences=True)
+    reference.build((None, steps, features))
+    layers: dict[str, Any] = {"LSTM": reference}
+    if "RNN(LSTMCell)" in kinds:
+        layers["RNN(LSTMCell)"] = keras.layers.RNN(keras.layers.LSTMCell(units), return_sequences=True)
+    if "LSTM unroll=True" in kinds:
+        layers["LSTM unroll=True"] = keras.layers.LSTM(units, return_sequences=True, unroll=True)
+    if "GRU" in kinds:
+        layers["GRU"] = keras.layers.GRU(units, return_sequences=True)
+    for name, layer in layers.items():
+        if name != "LSTM":
+            layer.build((None, steps, features))
+        if name in LSTM_KINDS and name != "LSTM":
+            layer.set_weights(reference.get_weights())
+
+    def keras_call(layer: Any) -> tuple[Callable[[], Any], list[Any]]:
+        return (lambda: layer(x)), layer.trainable_variables
+
+    calls: dict[str, tuple[Callable[[], Any], list[Any]]] = {k: keras_call(v) for k, v in layers.items()}
+    if "BlockLSTMV2" in kinds:
+        cell = reference.cell
+        w = tf.Variable(tf.concat([cell.kernel, cell.recurrent_kernel], axis=0))  # same gate order as Keras
+        b = tf.Variable(tf.convert_to_tensor(cell.bias))
+        zeros_state, zeros_peep = tf.zeros([batch, units]), tf.zeros([units])
+
+        def block() -> Any:
+            outputs = tf.raw_ops.BlockLSTMV2(
+                seq_len_max=tf.constant(steps, tf.int64), x=tf.transpose(x, [1, 0, 2]),  # time-major
+                cs_prev=zeros_state, h_prev=zeros_state, w=w, wci=zeros_peep, wcf=zeros_peep, wco=zeros_peep,
+                b=b, cell_clip=-1.0, use_peephole=False)
+            return tf.transpose(outputs[6], [1, 0, 2])  # h, batch-major again
+
+        calls["BlockLSTMV2"] = (block, [w, b])
+
+    def step(forward: Callable[[], Any], variables: list[Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            if not training:
+                return forward()
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(forward() - target))
+            return tape.gradient(loss, variables)
+
+        return tf.function(run)
+
+    return {k: step(*calls[k]) for k in kinds}
+
+
+def cudnn_variants(batch: int = 32, steps: int = 50, features: int = 32, units: int = 128) -> dict[str, Callable[[], Any]]:
+    """Keras 3's LSTM training step with ``use_cudnn=False`` (always the generic loop) and the
+    default ``use_cudnn="auto"`` (cuDNN's kernel where a GPU is visible), sharing weights. On a
+    CPU both run the loop."""
+    import keras
+    import tensorflow as tf
+
+    for name, value in (("batch", batch), ("steps", steps), ("features", features), ("units", units)):
+        _whole(name, value)
+    keras.utils.set_random_seed(0)
+    x = tf.random.stateless_normal([batch, steps, features], seed=(1, 2))
+    target = tf.random.stateless_normal([batch, units], seed=(3, 4))
+    generic, auto = keras.layers.LSTM(units, use_cudnn=False), keras.layers.LSTM(units)
+    for layer in (generic, auto):
+        layer.build((None, steps, features))
+    auto.set_weights(generic.get_weights())
+
+    def step(layer: Any) -> Callable[[], Any]:
+        @tf.function
+        def run() -> Any:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(layer(x) - target))
+            return tape.gradient(loss, layer.trainable_variables)
+
+        return run
+
+    return {"generic loop (use_cudnn=False)": step(generic), "use_cudnn='auto'": step(auto)}
+
+
+def lstm_differences(batch: int = 4, steps: int = 10, features: int = 8, units: int = 16) -> dict[str, float]:
+    """Largest absolute difference of each LSTM kind's output sequence from ``keras.layers.LSTM``."""
+    import tensorflow as tf
+
+    variants = rnn_variants(batch, steps, features, units, training=False, kinds=LSTM_KINDS)
+    reference = variants["LSTM"]()
+    return {k: float(tf.reduce_max(tf.abs(variants[k]() - reference))) for k in LSTM_KINDS if k != "LSTM"}
+
+
+def _graph_size(concrete: Any) -> tuple[int, float]:
+    """Nodes (including those inside loop bodies and other library functions) and GraphDef MiB."""
+    graph_def = concrete.graph.as_graph_def()
+    nodes = len(graph_def.node) + sum(len(f.node_def) for f in graph_def.library.function)
+    return nodes, graph_def.ByteSize() / 2**20
+
+
+def unroll_table(
+    steps_list: Sequence[int] = (10, 25, 50, 100), batch: int = 32, features: int = 32, units: int = 128,
+    repeats: int = 5, on_progress: ProgressFn | None = None,
+) -> Any:
+    """For each sequence length: the LSTM as a loop (``unroll=False``) and unrolled
+    (``unroll=True``): first call (trace + run), median training step and graph size."""
+    import pandas as pd
+
+    from helpers import timing
+
+    lengths = [_whole("steps", s) for s in steps_list]
+    if not lengths:
+        raise ValueError("steps_list must hold at least one length")
+    rows = []
+    for i, steps in enumerate(lengths):
+        variants = rnn_variants(batch, steps, features, units, training=True, kinds=("LSTM", "LSTM unroll=True"))
+        for mode, name in (("loop", "LSTM"), ("unrolled", "LSTM unroll=True")):
+            fn = variants[name]
+            first = timing.time_once(fn)
+            nodes, mib = _graph_size(fn.get_concrete_function())
+            step = timing.measure(fn, warmup=1, repeats=repeats)
+            rows.append({"steps": steps, "mode": mode, "first call s": round(first, 3),
+                         "step ms": round(step.median * 1e3, 2), "graph nodes": nodes, "graph MiB": round(mib, 2)})
+        if on_progress is not None:
+            on_progress(i + 1, len(lengths))
+    return pd.DataFrame(rows).set_index(["steps", "mode"])
+
+
+def unroll_figure(table: Any, title: str = "") -> Any:
+    """Three panels against sequence length: first call, step time and graph nodes, loop vs unrolled."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 3.4), layout="constrained")
+    axes = fig.subplots(1, 3)
+    for ax, column, label in zip(axes, ("first call s", "step ms", "graph nodes"),
+                                 ("first call (trace + run), s", "training step, ms (median)", "graph nodes"), strict=True):
+        for mode, marker in (("loop", "o-"), ("unrolled", "s--")):
+            part = table.xs(mode, level="mode")[column]
+            ax.plot(part.index, part.values, marker, label=mode)
+        ax.set_xlabel("sequence length (steps)")
+        ax.set_title(label, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def unroll_summary(table: Any) -> str:
+    """The longest sequence: how unrolling changed the first call, the step and the graph."""
+    steps = table.index.get_level_values("steps").max()
+    loop, unrolled = table.loc[(steps, "loop")], table.loc[(steps, "unrolled")]
+    return (f"{steps} steps: unrolling made the first call {unrolled['first call s'] / loop['first call s']:.1f}x as long, "
+            f"the training step {loop['step ms'] / unrolled['step ms']:.2f}x as fast, "
+            f"and the graph {unrolled['graph nodes'] / loop['graph nodes']:.0f}x as many nodes")
+
+
+def check_cudnn_ready(layer: Any) -> Feedback:
+    """Exercise check: a ``keras.layers.LSTM`` whose settings let it take the cuDNN kernel on a GPU."""
+    import keras
+
+    if not isinstance(layer, keras.layers.LSTM):
+        return not_yet(f"pass a keras.layers.LSTM layer, got {type(layer).__name__}")
+    problems = []
+    if layer.use_cudnn not in ("auto", True):
+        problems.append(f"use_cudnn={layer.use_cudnn!r}")
+    if layer.cell.activation is not keras.activations.tanh:
+        problems.append(f"activation={getattr(layer.cell.activation, '__name__', layer.cell.activation)}")
+    if layer.cell.recurrent_activation is not keras.activations.sigmoid:
+        problems.append("recurrent_activation is not sigmoid")
+    if layer.cell.recurrent_dropout:
+        problems.append(f"recurrent_dropout={layer.cell.recurrent_dropout}")
+    if layer.unroll:
+        problems.append("unroll=True")
+    if not layer.cell.use_bias:
+        problems.append("use_bias=False")
+    if problems:
+        return not_yet("this layer would run the generic loop on a GPU because of: " + ", ".join(problems))
+    return correct("on a GPU this layer takes the cuDNN kernel (with no mask or a right-padded one)")
+
+
+def _loop_vs_unrolled(**kwargs: Any) -> dict[str, Callable[[], Any]]:
+    variants = rnn_variants(kinds=("LSTM", "LSTM unroll=True"), **kwargs)
+    return {"loop": variants["LSTM"], "unroll=True": variants["LSTM unroll=True"]}
+
+
+BENCHMARKS = [
+    Comparison(id="rnn.unrolled_vs_loop", title="LSTM training step, B32 T50 D32 U128: symbolic loop vs unroll=True",
+               make_variants=_loop_vs_unrolled, baseline="loop", variant="unroll=True",
+               quick={"steps": 20}, full={"steps": 50}, repeats=9),
+]

@@ -1,0 +1,74 @@
+"""Unit tests for helpers.rnn: the LSTM paths agree, the tables hold what they say, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import rnn
+
+
+def test_lstm_kinds_give_the_same_outputs():
+    differences = rnn.lstm_differences()
+    assert set(differences) == {"RNN(LSTMCell)", "LSTM unroll=True", "BlockLSTMV2"}
+    assert all(d < 1e-5 for d in differences.values()), differences
+
+
+def test_training_variants_return_gradients_for_every_kind():
+    import tensorflow as tf
+
+    variants = rnn.rnn_variants(batch=2, steps=4, features=3, units=5, training=True)
+    assert list(variants) == list(rnn.KINDS)
+    for name, fn in variants.items():
+        grads = fn()
+        assert grads and all(g is not None and bool(tf.reduce_all(tf.math.is_finite(g))) for g in grads), name
+    # shared weights: the loop and the unrolled LSTM have the same gradients
+    a, b = variants["LSTM"](), variants["LSTM unroll=True"]()
+    assert all(float(tf.reduce_max(tf.abs(x - y))) < 1e-5 for x, y in zip(a, b, strict=True))
+
+
+def test_cudnn_variants_agree_on_cpu():
+    import tensorflow as tf
+
+    variants = rnn.cudnn_variants(batch=2, steps=4, features=3, units=5)
+    a, b = (fn() for fn in variants.values())
+    assert all(float(tf.reduce_max(tf.abs(x - y))) < 1e-5 for x, y in zip(a, b, strict=True))
+
+
+def test_unroll_table_grows_the_unrolled_graph_only():
+    calls = []
+    table = rnn.unroll_table((2, 6), batch=2, features=3, units=4, repeats=1, on_progress=lambda d, t: calls.append(d))
+    assert list(table.index) == [(2, "loop"), (2, "unrolled"), (6, "loop"), (6, "unrolled")]
+    assert table.loc[(2, "loop"), "graph nodes"] == table.loc[(6, "loop"), "graph nodes"]
+    assert table.loc[(6, "unrolled"), "graph nodes"] > table.loc[(2, "unrolled"), "graph nodes"]
+    assert (table["step ms"] > 0).all() and calls == [1, 2]
+    assert rnn.unroll_summary(table).startswith("6 steps: unrolling made the first call")
+    fig = rnn.unroll_figure(table, "t")
+    assert len(fig.axes) == 3
+
+
+def test_check_cudnn_ready():
+    import keras
+
+    assert rnn.check_cudnn_ready(keras.layers.LSTM(4))
+    text = repr(rnn.check_cudnn_ready(keras.layers.LSTM(4, recurrent_dropout=0.2, unroll=True, activation="relu")))
+    assert "recurrent_dropout=0.2" in text and "unroll=True" in text and "activation=relu" in text
+    assert "use_cudnn=False" in repr(rnn.check_cudnn_ready(keras.layers.LSTM(4, use_cudnn=False)))
+    assert "pass a keras.layers.LSTM" in repr(rnn.check_cudnn_ready(keras.layers.GRU(4)))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="kinds must be among"):
+        rnn.rnn_variants(kinds=("cuDNN",))
+    with pytest.raises(ValueError, match="steps must be"):
+        rnn.rnn_variants(steps=0)
+    with pytest.raises(ValueError, match="steps_list"):
+        rnn.unroll_table(())
+    with pytest.raises(ValueError, match="units must be"):
+        rnn.cudnn_variants(units=-1)
+
+
+def test_benchmark_registered():
+    from helpers import bench
+
+    record = bench.registry()["rnn.unrolled_vs_loop"].run(quick=True)
+    assert record["speedup"] > 0 and record["baseline"] == "loop"
