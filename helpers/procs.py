@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,12 @@ from typing import Any
 
 ROW_MARKER = "@@row "
 TAIL_LINES = 8
+#: TensorFlow's start-up banners, printed by every child whatever TF_CPP_MIN_LOG_LEVEL says:
+#: left out of error tails so that the lines that explain a failure are the ones shown.
+STARTUP_NOISE = re.compile(
+    r"All log messages before absl::InitializeLog|port\.cc:\d+\] oneDNN custom operations|"
+    r"cudart_stub\.cc|cpu_feature_guard\.cc|To enable the following instructions|cuda_platform\.cc|"
+    r"Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered")
 
 
 class ChildError(RuntimeError):
@@ -50,8 +57,9 @@ def emit(row: Mapping[str, Any]) -> None:
 
 
 def tail(text: str, lines: int = TAIL_LINES) -> str:
-    """The last ``lines`` non-empty lines of ``text``."""
-    return "\n".join([line for line in text.splitlines() if line.strip()][-lines:])
+    """The last ``lines`` non-empty lines of ``text``, TensorFlow's start-up banners left out."""
+    kept = [line for line in text.splitlines() if line.strip() and not STARTUP_NOISE.search(line)]
+    return "\n".join(kept[-lines:])
 
 
 def parse_rows(stdout: str) -> list[dict[str, Any]]:

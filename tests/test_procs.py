@@ -117,3 +117,16 @@ def test_bad_arguments():
 def test_python_module_uses_this_interpreter():
     assert procs.python_module("helpers.bench", "--list") == [sys.executable, "-m", "helpers.bench", "--list"]
     assert os.path.isabs(procs.python_module("x")[0])
+
+
+def test_tail_leaves_out_tensorflow_start_up_banners():
+    log = "\n".join([
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+        "I0000 00:00:1795298553.994276   32357 port.cc:153] oneDNN custom operations are on. You may see ...",
+        "I0000 00:00:1795298553.994696   32357 cudart_stub.cc:31] Could not find cuda drivers on your machine",
+        "Traceback (most recent call last):",
+        "ValueError: the real reason",
+        "",
+    ])
+    assert procs.tail(log) == "Traceback (most recent call last):\nValueError: the real reason"
+    assert procs.tail("a\nb\nc", lines=2) == "b\nc"

@@ -1,0 +1,87 @@
+"""Unit tests for helpers.quant: conversion modes, the interpreter and its fallback, the table."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import quant
+
+
+@pytest.fixture(scope="module")
+def trained():
+    x, y, x_test, y_test = quant.dataset(600, 100)
+    return quant.train(x, y, epochs=2, width=4), x, x_test, y_test
+
+
+def test_dataset_shapes_and_bad_input():
+    x, y, x_test, y_test = quant.dataset(10, 5)
+    assert x.shape == (10, 32, 32, 3) and x_test.shape == (5, 32, 32, 3)
+    assert 0.0 <= x.min() and x.max() <= 1.0 and set(y) <= set(range(10))
+    with pytest.raises(ValueError, match="n_test"):
+        quant.dataset(10, 0)
+    with pytest.raises(ValueError, match="width"):
+        quant.train(x, y, width=0)
+
+
+def test_modes_shrink_the_model_and_print_nothing(trained, capfd):
+    model, x, _, _ = trained
+    capfd.readouterr()
+    sizes = {mode: len(quant.convert(model, mode, x[:50])) for mode in quant.MODES}
+    out, err = capfd.readouterr()
+    assert "Saved artifact" not in out + err and "/tmp/" not in out + err
+    assert sizes["int8"] < sizes["float16"] < sizes["float32"]
+    assert sizes["dynamic range"] < sizes["float32"]
+    with pytest.raises(ValueError, match="representative"):
+        quant.convert(model, "int8")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        quant.convert(model, "int4")
+
+
+def test_predictions_agree_with_keras(trained):
+    model, x, x_test, _ = trained
+    keras_pred = np.argmax(model.predict(x_test, verbose=0), axis=1)
+    assert np.mean(quant.predict(quant.convert(model, "float32"), x_test) == keras_pred) >= 0.99
+    assert np.mean(quant.predict(quant.convert(model, "int8", x[:100]), x_test) == keras_pred) >= 0.9
+
+
+def test_interpreter_falls_back_to_tf_lite(trained, monkeypatch):
+    model, _, x_test, _ = trained
+    content = quant.convert(model, "float32")
+    assert quant.make_interpreter(content)[1].startswith("ai_edge_litert")
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)  # import now fails
+    interpreter, source = quant.make_interpreter(content)
+    assert source.startswith("tf.lite.Interpreter (deprecated fallback")
+    assert interpreter.get_input_details()[0]["shape"].tolist() == [1, 32, 32, 3]
+
+
+def test_table_summary_figure(trained):
+    model, x, x_test, y_test = trained
+    calls = []
+    table = quant.quant_table(model, x_test, y_test, x[:50], repeats=5, on_progress=lambda d, t: calls.append(d))
+    assert list(table.index) == list(quant.MODES) and calls == [1, 2, 3, 4, 5]
+    assert table.loc["float32", "smaller by"] == "1.00x" and table.loc["float32", "agrees with Keras"] == 1.0
+    assert (table["latency us"] > 0).all()
+    assert quant.quant_summary(table).startswith("int8: ")
+    assert len(quant.quant_figure(table, "t").axes) == 2
+
+
+def test_check_int8_model(trained):
+    model, x, x_test, _ = trained
+    assert quant.check_int8_model(quant.convert(model, "int8", x[:100]), model, x_test)
+    assert "not int8" in repr(quant.check_int8_model(quant.convert(model, "float32"), model, x_test))
+    assert "got empty bytes" in repr(quant.check_int8_model(b"", model, x_test))
+    assert "got str" in repr(quant.check_int8_model("model.tflite", model, x_test))
+    assert "could not load" in repr(quant.check_int8_model(b"not a model", model, x_test))
+
+
+def test_benchmarks_registered():
+    from helpers import bench
+
+    ids = bench.registry()
+    size = ids["quant.int8_size_ratio"].run(quick=True)
+    assert 1.0 < size["speedup"] <= 4.0 and size["unit"] == "bytes" and size["bound"] == 4.0
+    latency = ids["quant.int8_latency"].run(quick=True)
+    assert latency["speedup"] > 0 and "agrees with the Keras model" in latency["note"]
