@@ -29,7 +29,7 @@ from helpers import fileio, timing
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
 TOPIC_MODULES: tuple[str, ...] = (
     "helpers.graphs", "helpers.memory", "helpers.tfrecords", "helpers.pipelines", "helpers.fused",
-    "helpers.rnn", "helpers.cputune", "helpers.quant",
+    "helpers.rnn", "helpers.cputune", "helpers.quant", "helpers.distribute", "helpers.capstone",
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"

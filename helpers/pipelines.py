@@ -117,8 +117,9 @@ def augment_random(image: Any, label: Any) -> tuple[Any, Any]:
     return tf.cast(image, tf.float32) / 127.5 - 1.0, label
 
 
-def _python_batches(shards: Sequence[str], batch: int, seed: int) -> Iterator[tuple[Any, Any]]:
-    """The feed_dict analogue: Python reads, decodes and augments every example, then stacks."""
+def python_batches(shards: Sequence[str], batch: int, seed: int) -> Iterator[tuple[Any, Any]]:
+    """The feed_dict analogue: Python reads, decodes and augments every example, then stacks
+    them into NumPy batches."""
     import numpy as np
     import tensorflow as tf
 
@@ -151,7 +152,7 @@ def build(shards: Sequence[str], options: Options = Options(), seed: int = 0) ->
     if options.source == "generator":
         signature = (tf.TensorSpec([None, CROP, CROP, 3], tf.float32), tf.TensorSpec([None], tf.int64))
         dataset = tf.data.Dataset.from_generator(
-            lambda: _python_batches(shards, options.batch, seed), output_signature=signature
+            lambda: python_batches(shards, options.batch, seed), output_signature=signature
         )
         return dataset.prefetch(autotune) if options.prefetch else dataset
     if options.interleave:

@@ -1,0 +1,202 @@
+"""Launch a TensorFlow cluster of local processes (notebook 12): one process per task, each with
+its own ``TF_CONFIG``, ports on the loopback interface only, a log file per task, a timeout, and
+every process stopped and reaped when the run ends or any task fails.
+
+    with Cluster({"worker": 2}, procs.python_module("helpers.distribute", "mwms"), logdir=...) as c:
+        results = c.wait()
+
+The same script runs on real hosts by giving each host its own ``TF_CONFIG`` (``tf_config``
+builds one from a host list).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helpers import procs
+
+LOOPBACK = "127.0.0.1"
+ROLES = ("chief", "worker", "ps", "evaluator")
+
+
+class ClusterError(RuntimeError):
+    """A task failed or the cluster ran past its timeout; ``logs`` maps each task to its log tail."""
+
+    def __init__(self, message: str, logs: Mapping[str, str]) -> None:
+        shown = "\n".join(f"--- {task} (last lines) ---\n{text}" for task, text in logs.items() if text)
+        super().__init__(f"{message}\n{shown}" if shown else message)
+        self.logs = dict(logs)
+
+
+@dataclass
+class TaskResult:
+    """How one task ended: exit code, its log, and the rows it emitted (``procs.emit``)."""
+
+    task: str
+    returncode: int
+    log: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
+    """``n`` distinct TCP ports that are free on ``host`` right now (bound, then released)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a whole number >= 1, got {n!r}")
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def cluster_spec(roles: Mapping[str, int], hosts: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The ``cluster`` part of ``TF_CONFIG``: ``{"worker": ["host:port", ...], ...}``. Without
+    ``hosts``, every task gets a free port on 127.0.0.1; with ``hosts`` (one "host:port" per
+    task, in role order), the same layout on real machines."""
+    for role, count in roles.items():
+        if role not in ROLES:
+            raise ValueError(f"role {role!r} is not one of {ROLES}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"the number of {role} tasks must be a whole number >= 1, got {count!r}")
+    if roles.get("chief", 0) > 1:
+        raise ValueError("a cluster has at most one chief")
+    total = sum(roles.values())
+    if total == 0:
+        raise ValueError("roles must name at least one task")
+    if hosts is None:
+        hosts = [f"{LOOPBACK}:{port}" for port in free_ports(total)]
+    elif len(hosts) != total:
+        raise ValueError(f"{total} tasks need {total} host:port addresses, got {len(hosts)}")
+    spec, it = {}, iter(hosts)
+    for role in ROLES:
+        if role in roles:
+            spec[role] = [next(it) for _ in range(roles[role])]
+    return spec
+
+
+def tf_config(spec: Mapping[str, Sequence[str]], task_type: str, index: int) -> str:
+    """The ``TF_CONFIG`` JSON for one task of ``spec``."""
+    if task_type not in spec or not 0 <= index < len(spec[task_type]):
+        raise ValueError(f"no task {task_type}:{index} in the cluster {dict(spec)}")
+    return json.dumps({"cluster": {k: list(v) for k, v in spec.items()}, "task": {"type": task_type, "index": index}})
+
+
+class Cluster:
+    """Start one process per task of ``roles`` running ``command`` (an argument list, no
+    shell), wait for the ``wait_for`` tasks to finish, and stop everything on exit.
+
+    Tasks not in ``wait_for`` (parameter servers) run until the cluster stops. Any task that
+    exits non-zero, or a run past ``timeout`` seconds, stops the whole cluster and raises
+    ``ClusterError`` with each task's last log lines.
+    """
+
+    def __init__(self, roles: Mapping[str, int], command: Sequence[str], *, logdir: str | Path,
+                 timeout: float = 300.0, env: Mapping[str, str] | None = None,
+                 wait_for: Sequence[str] = ("chief", "worker")) -> None:
+        if isinstance(command, str | bytes) or not command or not all(isinstance(a, str) for a in command):
+            raise TypeError(f"command must be a non-empty list of strings (no shell), got {command!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        self.spec = cluster_spec(roles)
+        self.command, self.timeout, self.env = list(command), timeout, dict(env or {})
+        self.logdir = Path(logdir)
+        self.wait_for = [r for r in wait_for if r in self.spec]
+        if not self.wait_for:
+            raise ValueError(f"wait_for {list(wait_for)} names no role of the cluster {list(self.spec)}")
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: dict[str, Any] = {}
+        self._started = 0.0
+
+    @property
+    def tasks(self) -> list[str]:
+        """Every task as ``role:index``."""
+        return [f"{role}:{i}" for role, hosts in self.spec.items() for i in range(len(hosts))]
+
+    def start(self) -> None:
+        """Start every task (chief and workers last, so servers are listening first)."""
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        self._started = time.monotonic()
+        order = sorted(self.tasks, key=lambda t: t.split(":")[0] in self.wait_for)
+        try:
+            for task in order:
+                role, index = task.split(":")
+                log = open(self.logdir / f"{role}-{index}.log", "wb")  # noqa: SIM115 - closed in stop()
+                self._logs[task] = log
+                env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **self.env,
+                       "TF_CONFIG": tf_config(self.spec, role, int(index))}
+                self.processes[task] = subprocess.Popen(
+                    self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                    start_new_session=True)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait(self) -> dict[str, TaskResult]:
+        """Wait for the ``wait_for`` tasks; return every task's result (servers after they stop)."""
+        waited = [t for t in self.tasks if t.split(":")[0] in self.wait_for]
+        try:
+            while True:
+                failed = [t for t, p in self.processes.items() if p.poll() not in (None, 0)]
+                if failed:
+                    raise ClusterError(f"task {failed[0]} failed with exit code {self.processes[failed[0]].returncode}; "
+                                       "the cluster was stopped", self._tails())
+                if all(self.processes[t].poll() == 0 for t in waited):
+                    break
+                if time.monotonic() - self._started > self.timeout:
+                    raise ClusterError(f"the cluster ran past its {self.timeout:g} s timeout and was stopped", self._tails())
+                time.sleep(0.1)  # polling the children's state, not standing in for work
+        finally:
+            self.stop()
+        return {t: TaskResult(t, self.processes[t].returncode, self.log(t), procs.parse_rows(self.log(t)))
+                for t in self.tasks}
+
+    def stop(self) -> None:
+        """Kill every task's process group and reap it; close the logs. Safe to call twice."""
+        for process in self.processes.values():
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for process in self.processes.values():
+            process.wait()
+        for log in self._logs.values():
+            log.close()
+
+    def log(self, task: str) -> str:
+        """Everything ``task`` wrote so far."""
+        role, index = task.split(":")
+        path = self.logdir / f"{role}-{index}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def _tails(self) -> dict[str, str]:
+        for log in self._logs.values():
+            log.flush()
+        return {t: procs.tail(self.log(t)) for t in self.tasks}
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run(roles: Mapping[str, int], command: Sequence[str], *, logdir: str | Path, timeout: float = 300.0,
+        env: Mapping[str, str] | None = None, wait_for: Sequence[str] = ("chief", "worker")) -> dict[str, TaskResult]:
+    """Start the cluster, wait for it, stop it: ``Cluster`` in one call."""
+    with Cluster(roles, command, logdir=logdir, timeout=timeout, env=env, wait_for=wait_for) as cluster:
+        return cluster.wait()

@@ -1,0 +1,184 @@
+"""Profile a few training steps and read the trace without TensorBoard (notebook 13).
+
+``record`` wraps each step in a ``tf.profiler.experimental.Trace("train", step_num=...)`` span
+and writes TensorFlow's XPlane trace (``plugins/profile/<run>/<host>.xplane.pb``); ``load``
+parses it with the protobuf classes TensorFlow ships; ``op_table``, ``step_table`` and
+``timeline_figure`` turn it into a per-op time table and a timeline whose gaps between steps
+are the time the loop spent outside them (waiting for data). XPlane times are picoseconds.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from helpers.exercises import Feedback, correct, not_yet
+
+PS_PER_MS = 1e9
+STEP_EVENT = "train"
+
+
+def record(step: Callable[[], Any], logdir: str | Path, steps: int = 5, between: Callable[[], Any] | None = None,
+           warmup: int = 1) -> Path:
+    """Trace ``steps`` calls of ``step`` (each forced, each in a ``train`` span with its step
+    number), after ``warmup`` untraced calls; ``between()``, when given, runs before each step
+    outside its span (fetching the next batch, say). Returns the ``.xplane.pb`` written."""
+    import tensorflow as tf
+
+    from helpers import timing
+
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a whole number >= 1, got {steps!r}")
+    logdir = Path(logdir)
+    before = set(glob.glob(str(logdir / "plugins" / "profile" / "*" / "*.xplane.pb")))
+    for _ in range(warmup):
+        if between is not None:
+            between()
+        timing.force(step())
+    tf.profiler.experimental.start(str(logdir))
+    try:
+        for i in range(steps):
+            if between is not None:
+                between()
+            with tf.profiler.experimental.Trace(STEP_EVENT, step_num=i, _r=1):
+                timing.force(step())
+    finally:
+        tf.profiler.experimental.stop()
+    written = sorted(set(glob.glob(str(logdir / "plugins" / "profile" / "*" / "*.xplane.pb"))) - before,
+                     key=os.path.getmtime)
+    if not written:
+        raise RuntimeError(f"the profiler wrote no .xplane.pb under {logdir}")
+    return Path(written[-1])
+
+
+def load(path: str | Path) -> Any:
+    """The ``XSpace`` protobuf in an ``.xplane.pb`` file."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no trace file at {path}")
+    space = xplane_pb2.XSpace()
+    try:
+        space.ParseFromString(path.read_bytes())
+    except Exception as exc:  # protobuf's DecodeError and friends
+        raise ValueError(f"{path.name} is not an XPlane trace: {exc}") from exc
+    if not space.planes:
+        raise ValueError(f"{path.name} holds no planes: is it an .xplane.pb file?")
+    return space
+
+
+def _events(space: Any) -> Iterator[dict[str, Any]]:
+    for plane in space.planes:
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for line in plane.lines:
+            base_ps = line.timestamp_ns * 1000
+            for event in line.events:
+                meta = plane.event_metadata[event.metadata_id]
+                stats = {stat_names.get(s.metadata_id, ""): getattr(s, s.WhichOneof("value") or "int64_value")
+                         for s in event.stats}
+                yield {"plane": plane.name, "thread": line.display_name or line.name, "name": meta.name,
+                       "op_type": meta.display_name, "start_ps": base_ps + event.offset_ps,
+                       "duration_ps": event.duration_ps, "step_num": stats.get("step_num")}
+
+
+def events(space: Any) -> Any:
+    """Every event of the trace, one row each, times in ms from the first event."""
+    import pandas as pd
+
+    table = pd.DataFrame(list(_events(space)))
+    if table.empty:
+        raise ValueError("the trace holds no events")
+    start = table["start_ps"].min()
+    table["start_ms"] = (table["start_ps"] - start) / PS_PER_MS
+    table["duration_ms"] = table["duration_ps"] / PS_PER_MS
+    return table.drop(columns=["start_ps", "duration_ps"])
+
+
+def op_events(table: Any) -> Any:
+    """The TensorFlow op executions among ``events``: named ``scope/name:OpType``."""
+    ops = table[(table["op_type"] != "") & table["name"].str.contains(":", regex=False)]
+    keep = [name.endswith(":" + op_type) for name, op_type in zip(ops["name"], ops["op_type"], strict=True)]
+    return ops[keep]
+
+
+def op_table(table: Any, top: int = 12) -> Any:
+    """Time per op type, largest first: count, total and mean, and share of all op time."""
+    ops = op_events(table)
+    if ops.empty:
+        raise ValueError("the trace holds no op events")
+    grouped = ops.groupby("op_type")["duration_ms"].agg(["count", "sum", "mean"])
+    grouped = grouped.sort_values("sum", ascending=False)
+    grouped["share"] = grouped["sum"] / grouped["sum"].sum()
+    grouped.columns = ["count", "total ms", "mean ms", "share"]
+    return grouped.head(top).round({"total ms": 3, "mean ms": 4, "share": 3})
+
+
+def step_table(table: Any) -> Any:
+    """One row per traced step: start, duration, and the gap before the next step begins."""
+    steps = table[(table["name"] == STEP_EVENT) & table["step_num"].notna()].sort_values("start_ms")
+    if steps.empty:
+        raise ValueError(f"the trace holds no '{STEP_EVENT}' step events: was it recorded with profiling.record?")
+    result = steps[["step_num", "start_ms", "duration_ms"]].astype({"step_num": int}).set_index("step_num")
+    ends = result["start_ms"] + result["duration_ms"]
+    result["gap after ms"] = (result["start_ms"].shift(-1) - ends).round(3)
+    return result.round(3)
+
+
+def step_summary(steps: Any) -> str:
+    """Median step time, median gap between steps, and the share of wall time spent in steps."""
+    span = steps["start_ms"].iloc[-1] + steps["duration_ms"].iloc[-1] - steps["start_ms"].iloc[0]
+    busy = steps["duration_ms"].sum()
+    gaps = steps["gap after ms"].dropna()
+    gap_text = f", median gap {gaps.median():.2f} ms" if len(gaps) else ""
+    return (f"{len(steps)} steps: median {steps['duration_ms'].median():.2f} ms each{gap_text}; "
+            f"inside steps {busy / span:.0%} of the time")
+
+
+def timeline_figure(table: Any, title: str = "") -> Any:
+    """The traced steps as bars along time, above the op executions on each thread: the white
+    space between step bars is time the loop spent outside its steps."""
+    from matplotlib.figure import Figure
+
+    steps = step_table(table)
+    ops = op_events(table)
+    threads = list(dict.fromkeys(ops["thread"]))
+    fig = Figure(figsize=(11, 1.2 + 0.35 * (len(threads) + 1)), layout="constrained")
+    ax = fig.subplots()
+    ax.broken_barh(list(zip(steps["start_ms"], steps["duration_ms"], strict=True)), (len(threads), 0.8),
+                   facecolors="tab:blue")
+    for i, thread in enumerate(threads):
+        part = ops[ops["thread"] == thread]
+        ax.broken_barh(list(zip(part["start_ms"], part["duration_ms"].clip(lower=0.01), strict=True)), (i, 0.8),
+                       facecolors="tab:orange")
+    ax.set_yticks([i + 0.4 for i in range(len(threads) + 1)],
+                  [f"{t.split('/')[0]} thread {i + 1}" for i, t in enumerate(threads)] + ["train steps"])
+    ax.set_xlabel("ms since the first traced event")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def tensorboard_hint(logdir: str | Path) -> str:
+    """How to open the same trace in TensorBoard's profile plugin, whether or not it is installed."""
+    import importlib.util
+
+    installed = importlib.util.find_spec("tensorboard_plugin_profile") is not None
+    command = f"tensorboard --logdir {logdir}"
+    if installed:
+        return f"open it with: {command}  (then the Profile tab)"
+    return (f"TensorBoard is not installed (TensorFlow 2.21 no longer pulls it in). To browse the same trace: "
+            f"pip install tensorboard tensorboard-plugin-profile, then {command} (Profile tab), or use XProf")
+
+
+def check_slowest_op(table: Any, answer: Any) -> Feedback:
+    """Exercise check: is ``answer`` the op type with the most total time in the trace ``table``?"""
+    ops = op_table(table, top=3)
+    if not isinstance(answer, str) or answer not in set(op_events(table)["op_type"]):
+        return not_yet(f"{answer!r} is not an op type in this trace; op_table(...) lists them")
+    if answer != ops.index[0]:
+        return not_yet(f"{answer} took {ops['total ms'].get(answer, 0):.1f} ms or less; another op type took more")
+    return correct(f"{answer}: {ops['total ms'].iloc[0]:.1f} ms, {ops['share'].iloc[0]:.0%} of all op time in the trace")

@@ -1,0 +1,122 @@
+"""The local cluster launcher: clean start and stop, a killed worker, a timeout, a failing task,
+ports on loopback only, and no process left behind in any case."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from helpers import cluster
+
+# A stand-in task (no TensorFlow, so the launcher's tests stay fast): servers block, the others
+# report their TF_CONFIG and exit, or behave as the environment variable TASK_MODE says.
+TASK = textwrap.dedent("""
+    import json, os, sys, time
+    from helpers import procs
+    config = json.loads(os.environ["TF_CONFIG"])
+    me = config["task"]
+    mode = os.environ.get("TASK_MODE", "ok")
+    if me["type"] == "ps" or mode == "hang":
+        print("serving", flush=True)
+        time.sleep(600)  # a server that never returns, or the hang under test
+    if mode == "fail" and me["index"] == 1:
+        sys.stderr.write("worker 1 ran out of patience\\n")
+        sys.exit(3)
+    procs.emit({"type": me["type"], "index": me["index"], "cluster": config["cluster"]})
+""")
+COMMAND = [sys.executable, "-c", TASK]
+
+
+def children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+
+
+@pytest.fixture
+def no_orphans():
+    before = children()
+    yield
+    deadline = time.monotonic() + 5
+    while children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not children() - before, "processes outlived the cluster"
+
+
+def test_clean_run_on_loopback(tmp_path, no_orphans):
+    results = cluster.run({"chief": 1, "worker": 2, "ps": 1}, COMMAND, logdir=tmp_path, timeout=60)
+    assert set(results) == {"chief:0", "worker:0", "worker:1", "ps:0"}
+    assert results["ps:0"].returncode == -signal.SIGKILL  # servers are stopped when the others finish
+    spec = results["chief:0"].rows[0]["cluster"]
+    addresses = [a for hosts in spec.values() for a in hosts]
+    assert all(a.startswith("127.0.0.1:") for a in addresses) and len(set(addresses)) == 4
+    for task in ("chief:0", "worker:0", "worker:1"):
+        row = results[task].rows[0]
+        assert (row["type"], row["index"]) == (task.split(":")[0], int(task.split(":")[1]))
+        assert row["cluster"] == spec
+    assert (tmp_path / "ps-0.log").read_text().startswith("serving")
+
+
+def test_killed_worker_stops_the_cluster(tmp_path, no_orphans):
+    with cluster.Cluster({"worker": 2}, COMMAND, logdir=tmp_path, timeout=60, env={"TASK_MODE": "hang"}) as c:
+        time.sleep(0.5)  # let the workers start before one is killed
+        c.processes["worker:1"].kill()
+        with pytest.raises(cluster.ClusterError, match="task worker:1 failed with exit code -9") as info:
+            c.wait()
+    assert c.processes["worker:0"].returncode == -signal.SIGKILL
+    assert "serving" in info.value.logs["worker:0"]
+
+
+def test_failing_task_reports_its_log(tmp_path, no_orphans):
+    with pytest.raises(cluster.ClusterError, match="task worker:1 failed with exit code 3") as info:
+        cluster.run({"worker": 2, "ps": 1}, COMMAND, logdir=tmp_path, timeout=60, env={"TASK_MODE": "fail"})
+    assert "worker 1 ran out of patience" in info.value.logs["worker:1"]
+
+
+def test_timeout_stops_everything(tmp_path, no_orphans):
+    started = time.monotonic()
+    with pytest.raises(cluster.ClusterError, match="ran past its 2 s timeout"):
+        cluster.run({"worker": 2}, COMMAND, logdir=tmp_path, timeout=2, env={"TASK_MODE": "hang"})
+    assert time.monotonic() - started < 15
+
+
+def test_free_ports_are_distinct_and_bindable():
+    import socket
+
+    ports = cluster.free_ports(5)
+    assert len(set(ports)) == 5
+    for port in ports:
+        with socket.socket() as s:
+            s.bind((cluster.LOOPBACK, port))
+
+
+def test_tf_config_for_real_hosts():
+    spec = cluster.cluster_spec({"worker": 2, "chief": 1}, hosts=["a:2222", "b:2222", "c:2222"])
+    assert spec == {"chief": ["a:2222"], "worker": ["b:2222", "c:2222"]}
+    config = json.loads(cluster.tf_config(spec, "worker", 1))
+    assert config == {"cluster": spec, "task": {"type": "worker", "index": 1}}
+
+
+@pytest.mark.parametrize("roles, match", [
+    ({"server": 1}, "role 'server'"), ({"worker": 0}, "whole number >= 1"), ({"chief": 2}, "at most one chief"),
+])
+def test_bad_roles(roles, match):
+    with pytest.raises(ValueError, match=match):
+        cluster.cluster_spec(roles)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="need 2 host:port"):
+        cluster.cluster_spec({"worker": 2}, hosts=["a:1"])
+    with pytest.raises(ValueError, match="no task worker:5"):
+        cluster.tf_config({"worker": ["a:1"]}, "worker", 5)
+    with pytest.raises(TypeError, match="no shell"):
+        cluster.Cluster({"worker": 1}, "python train.py", logdir=tmp_path)
+    with pytest.raises(ValueError, match="timeout"):
+        cluster.Cluster({"worker": 1}, COMMAND, logdir=tmp_path, timeout=0)
+    with pytest.raises(ValueError, match="wait_for"):
+        cluster.Cluster({"ps": 1}, COMMAND, logdir=tmp_path)
