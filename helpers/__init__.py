@@ -16,7 +16,8 @@ One small module per notebook topic:
 
 and shared pieces: ``timing`` (honest timing), ``widgets`` (the live comparison and experiment
 widgets and their static figures), ``env`` (machine report, logical devices, the scale knob),
-``bench`` (the benchmark runner), ``procs`` (fresh child processes with timeouts),
+``bench`` (the benchmark runner), ``procs`` (fresh child processes with timeouts), ``checks``
+(argument checks),
 ``exercises`` (check results), ``fileio`` (atomic writes) and ``nbtools`` (execute, check and
 re-run notebooks). Importing this package does nothing else:
 import the module you need, e.g. ``from helpers import timing``.

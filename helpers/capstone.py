@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from helpers import pipelines, procs
+from helpers import pipelines, procs, timing
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.pipelines import Options
 from helpers.timing import ProgressFn, Timing
 
@@ -122,14 +123,13 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
     if not chosen or any(not isinstance(i, int) or not 0 <= i < len(STAGES) for i in chosen):
         raise ValueError(f"stages must be indices between 0 and {len(STAGES) - 1}, got {stages!r}")
     for name, value in (("epochs", epochs), ("rounds", rounds)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        whole_number(name, value)
     shard_dir = (Path(workdir) / f"capstone-{n_images}").resolve()  # the child runs from the repo root
     pipelines.make_jpeg_shards(shard_dir, n_images)
     seconds: dict[int, list[float]] = {i: [] for i in chosen}
     done, total = 0, rounds * len(chosen)
     for r in range(rounds):
-        for index in chosen[r % len(chosen):] + chosen[:r % len(chosen)]:
+        for index in timing.rotated(chosen, r):
             (row,) = procs.run_rows(
                 procs.python_module("helpers.capstone", "stage", str(index), str(shard_dir), str(epochs)),
                 env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout, cwd=str(Path(__file__).resolve().parent.parent))
@@ -208,8 +208,6 @@ def capstone_summary(table: Any) -> str:
 
 def _naive_vs_tuned(n_images: int = 1024, epochs: int = 3) -> Any:
     import tempfile
-
-    from helpers import timing
 
     with tempfile.TemporaryDirectory() as workdir:
         table = run_stages(workdir, n_images, epochs, stages=[0, len(STAGES) - 1])

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import procs
+from helpers.checks import whole_number
 
 LOOPBACK = "127.0.0.1"
 ROLES = ("chief", "worker", "ps", "evaluator")
@@ -49,8 +50,7 @@ class TaskResult:
 
 def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
     """``n`` distinct TCP ports that are free on ``host`` right now (bound, then released)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a whole number >= 1, got {n!r}")
+    whole_number("n", n)
     sockets = []
     try:
         for _ in range(n):
@@ -70,8 +70,7 @@ def cluster_spec(roles: Mapping[str, int], hosts: Sequence[str] | None = None) -
     for role, count in roles.items():
         if role not in ROLES:
             raise ValueError(f"role {role!r} is not one of {ROLES}")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"the number of {role} tasks must be a whole number >= 1, got {count!r}")
+        whole_number(f"the number of {role} tasks", count)
     if roles.get("chief", 0) > 1:
         raise ValueError("a cluster has at most one chief")
     total = sum(roles.values())

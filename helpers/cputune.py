@@ -22,6 +22,7 @@ from typing import Any
 
 from helpers import procs, timing
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn, Timing
 
@@ -52,11 +53,9 @@ class Setting:
     def __post_init__(self) -> None:
         for name in ("intra", "inter"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a whole number >= 0 (0 = TensorFlow's default), got {value!r}")
-        if self.omp_threads is not None and (isinstance(self.omp_threads, bool)
-                                              or not isinstance(self.omp_threads, int) or self.omp_threads < 1):
-            raise ValueError(f"omp_threads must be a whole number >= 1 or None, got {self.omp_threads!r}")
+            whole_number(name, value, minimum=0, hint="0 = TensorFlow's default")
+        if self.omp_threads is not None:
+            whole_number("omp_threads", self.omp_threads)
         if self.allocator is not None and not Path(self.allocator).is_file():
             raise ValueError(f"allocator must be the path of a shared library, {self.allocator!r} is not a file")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.extra_env.items()):
@@ -253,8 +252,7 @@ def run_setting(setting: Setting, workloads: Sequence[str], repeats: int = 5, sm
     """Time ``workloads`` in one fresh process started with ``setting``: one row per workload,
     with ``seconds`` (one per repeat) or the ``error`` it raised."""
     workloads = _check_workloads(workloads)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    whole_number("repeats", repeats)
     args = procs.python_module("helpers.cputune", "child", "--workloads", ",".join(workloads),
                                "--intra", str(setting.intra), "--inter", str(setting.inter),
                                "--repeats", str(repeats), *(["--small"] if small else []))
@@ -270,15 +268,14 @@ def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: in
 
     if not settings:
         raise ValueError("settings must name at least one Setting")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be a whole number >= 1, got {rounds!r}")
+    whole_number("rounds", rounds)
     workloads = _check_workloads(workloads)
     labels = list(settings)
     samples: dict[tuple[str, str], list[float]] = {}
     info: dict[tuple[str, str], dict[str, Any]] = {}
     total, done = rounds * len(labels), 0
     for r in range(rounds):
-        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+        for label in timing.rotated(labels, r):
             for row in run_setting(settings[label], workloads, repeats, small, timeout):
                 key = (label, row["workload"])
                 samples.setdefault(key, []).extend(row.get("seconds", []))
@@ -319,9 +316,7 @@ def comparison(settings: Mapping[str, Setting], workload: str, repeats: int = 5,
 def thread_settings(max_threads: int | None = None, inter: int = 1) -> dict[str, Setting]:
     """``intra`` = 1, 2, ... up to ``max_threads`` (default: this machine's cores), each with
     ``inter`` inter-op threads."""
-    cores = max_threads or os.cpu_count() or 1
-    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
-        raise ValueError(f"max_threads must be a whole number >= 1, got {max_threads!r}")
+    cores = whole_number("max_threads", (os.cpu_count() or 1) if max_threads is None else max_threads)
     return {f"intra {n}, inter {inter}": Setting(intra=n, inter=inter) for n in range(1, cores + 1)}
 
 

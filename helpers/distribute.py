@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 
 FEATURES = 8
@@ -30,8 +31,7 @@ def make_data(n: int = 512, seed: int = 0) -> tuple[Any, Any]:
     """Features and targets of a noisy linear problem: ``y = x @ w_true + noise``."""
     import numpy as np
 
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a whole number >= 1, got {n!r}")
+    whole_number("n", n)
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, FEATURES)).astype("float32")
     w_true = np.linspace(-1.0, 1.0, FEATURES, dtype="float32")[:, None]
@@ -66,8 +66,7 @@ def build_trainer(strategy: Any, steps: int = 20, batch: int = 64, learning_rate
     import tensorflow as tf
 
     for name, value in (("steps", steps), ("batch", batch)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        whole_number(name, value)
     x, y = make_data(steps * batch, seed)
     # Every replica applies the same all-reduced update; ONLY_FIRST_REPLICA says so, which
     # CentralStorageStrategy needs to update its single copy from replica context.

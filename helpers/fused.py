@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 
 FORMATS = ("NHWC", "NCHW")
@@ -154,8 +155,7 @@ def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000
     if chain not in CHAINS:
         raise ValueError(f"chain must be one of {CHAINS}, got {chain!r}")
     for name, value in (("n_ops", n_ops), ("size", size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        whole_number(name, value)
     x = tf.random.stateless_uniform([size], seed=(5, 6))
 
     def body(t: Any) -> Any:

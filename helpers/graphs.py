@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 
 
@@ -24,10 +25,8 @@ def eager_vs_function(n_ops: int = 100, size: int = 64) -> dict[str, Callable[[]
     """Two variants that compute the same ``small_ops_chain``: op by op, and as one graph."""
     import tensorflow as tf
 
-    if isinstance(n_ops, bool) or not isinstance(n_ops, int) or n_ops < 1:
-        raise ValueError(f"n_ops must be a whole number >= 1, got {n_ops!r}")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"size must be a whole number >= 1, got {size!r}")
+    whole_number("n_ops", n_ops)
+    whole_number("size", size)
     x = tf.random.stateless_uniform([size], seed=(0, 1))
     graph = tf.function(lambda t: small_ops_chain(t, n_ops))
     return {

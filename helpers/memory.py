@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
@@ -144,8 +145,7 @@ def tf1_graph(array: Any, n_ops: int, fix: str = "none") -> Any:
     fixes = ("none", "convert_once", "placeholder")
     if fix not in fixes:
         raise ValueError(f"fix must be one of {fixes}, got {fix!r}")
-    if isinstance(n_ops, bool) or not isinstance(n_ops, int) or n_ops < 1:
-        raise ValueError(f"n_ops must be a whole number >= 1, got {n_ops!r}")
+    whole_number("n_ops", n_ops)
     copies = n_ops if fix == "none" else 1
     guard(estimate_peak("tf1_graph", array.nbytes, copies), f"A TF1 graph holding {copies} copies of the array")
     graph = tf.Graph()
@@ -286,8 +286,7 @@ def embed_in_function(array: Any) -> Any:
 
 
 def _steps(n_ops: int) -> list[int]:
-    if isinstance(n_ops, bool) or not isinstance(n_ops, int) or n_ops < 1:
-        raise ValueError(f"n_ops must be a whole number >= 1, got {n_ops!r}")
+    whole_number("n_ops", n_ops)
     return sorted({max(1, n_ops * k // 4) for k in range(1, 5)})
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
@@ -40,8 +41,7 @@ class Options:
             raise ValueError(f"source must be 'generator' or 'tfrecord', got {self.source!r}")
         if self.cache not in CACHES:
             raise ValueError(f"cache must be one of {CACHES}, got {self.cache!r}")
-        if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1:
-            raise ValueError(f"batch must be a whole number >= 1, got {self.batch!r}")
+        whole_number("batch", self.batch)
 
 
 PRESETS: dict[str, Options] = {
@@ -63,8 +63,7 @@ def make_jpeg_shards(out_dir: Path, n: int, n_shards: int = 4, seed: int = 7) ->
 
     from helpers import cifar, tfrecords
 
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a whole number >= 1, got {n!r}")
+    whole_number("n", n)
     small, labels = cifar.synthetic_images(n, seed)
     images = tf.cast(tf.image.resize(small, [IMAGE, IMAGE]), tf.uint8).numpy()
     tfrecords.convert(images, labels, Path(out_dir), "jpeg", n_shards=n_shards, encoding="jpeg", progress=False)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 
 # "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0", optionally behind a glog
@@ -292,8 +293,7 @@ def towers_vs_single(
     import tensorflow as tf
 
     for name, value in (("n_towers", n_towers), ("size", size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        whole_number(name, value)
     if size % n_towers:
         raise ValueError(f"size {size} must split evenly into {n_towers} towers")
     if devices is None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 
 PS_PER_MS = 1e9
@@ -30,8 +31,7 @@ def record(step: Callable[[], Any], logdir: str | Path, steps: int = 5, between:
 
     from helpers import timing
 
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a whole number >= 1, got {steps!r}")
+    whole_number("steps", steps)
     logdir = Path(logdir)
     before = set(glob.glob(str(logdir / "plugins" / "profile" / "*" / "*.xplane.pb")))
     for _ in range(warmup):

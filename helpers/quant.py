@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn, Timing
 
@@ -41,8 +42,7 @@ def dataset(n_train: int = 6000, n_test: int = 1000, seed: int = 1) -> tuple[Any
     from helpers import cifar
 
     for name, value in (("n_train", n_train), ("n_test", n_test)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        whole_number(name, value)
     images, labels = cifar.synthetic_images(n_train + n_test, seed=seed)
     x = images.astype("float32") / 255.0
     return x[:n_train], labels[:n_train], x[n_train:], labels[n_train:]
@@ -54,8 +54,7 @@ def train(x: Any, y: Any, epochs: int = 3, width: int = 16, seed: int = 0) -> An
     import keras
 
     for name, value in (("epochs", epochs), ("width", width)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        whole_number(name, value)
     keras.utils.set_random_seed(seed)
     model = keras.Sequential([
         keras.Input(x.shape[1:]),

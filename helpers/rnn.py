@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
@@ -28,12 +29,6 @@ CUDNN_CONDITIONS = (
 )
 
 
-def _whole(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    return value
-
-
 def rnn_variants(
     batch: int = 32, steps: int = 50, features: int = 32, units: int = 128, training: bool = True,
     kinds: Sequence[str] = KINDS,
@@ -45,7 +40,7 @@ def rnn_variants(
     import tensorflow as tf
 
     for name, value in (("batch", batch), ("steps", steps), ("features", features), ("units", units)):
-        _whole(name, value)
+        whole_number(name, value)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
         raise ValueError(f"kinds must be among {list(KINDS)}, got {list(kinds)!r}")
@@ -108,7 +103,7 @@ def cudnn_variants(batch: int = 32, steps: int = 50, features: int = 32, units: 
     import tensorflow as tf
 
     for name, value in (("batch", batch), ("steps", steps), ("features", features), ("units", units)):
-        _whole(name, value)
+        whole_number(name, value)
     keras.utils.set_random_seed(0)
     x = tf.random.stateless_normal([batch, steps, features], seed=(1, 2))
     target = tf.random.stateless_normal([batch, units], seed=(3, 4))
@@ -155,7 +150,7 @@ def unroll_table(
 
     from helpers import timing
 
-    lengths = [_whole("steps", s) for s in steps_list]
+    lengths = [whole_number("steps", s) for s in steps_list]
     if not lengths:
         raise ValueError("steps_list must hold at least one length")
     rows = []

@@ -20,6 +20,7 @@ from typing import Any
 
 from helpers import fileio
 from helpers.bench import Comparison
+from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 
 MANIFEST = "manifest.json"
@@ -83,8 +84,8 @@ def plan_shards(
         raise ValueError(f"nothing to convert: {n_records} records")
     if target_bytes < 1:
         raise ValueError(f"target_bytes must be >= 1, got {target_bytes}")
-    if n_shards is not None and (isinstance(n_shards, bool) or not isinstance(n_shards, int) or n_shards < 1):
-        raise ValueError(f"n_shards must be a whole number >= 1, got {n_shards!r}")
+    if n_shards is not None:
+        whole_number("n_shards", n_shards)
     if n_shards is None:
         n_shards = round(n_records * record_bytes / target_bytes)
     n_shards = max(1, min(n_records, n_shards))
@@ -390,8 +391,7 @@ def files_vs_reader(reader: str = "4 shards, batched parse", n: int = 1000, work
 
     if reader not in READERS[1:]:
         raise ValueError(f"reader must be one of {READERS[1:]}, got {reader!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a whole number >= 1, got {n!r}")
+    whole_number("n", n)
     images, labels = cifar.synthetic_images(n, seed=6)
     workdir = Path(workdir or tempfile.gettempdir()) / f"readers-{n}"
     built = readers(workdir, images, labels, cifar.CLASSES)

@@ -13,9 +13,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from helpers.checks import whole_number
 
 ProgressFn = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -132,14 +135,21 @@ def _check_callable(name: str, fn: Any) -> None:
 
 
 def _check_counts(warmup: int, repeats: int, min_time: float, items: int | None) -> None:
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a whole number >= 0, got {warmup!r}")
+    whole_number("repeats", repeats)
+    whole_number("warmup", warmup, minimum=0)
     if not isinstance(min_time, (int, float)) or min_time < 0 or math.isnan(min_time):
         raise ValueError(f"min_time must be seconds >= 0, got {min_time!r}")
-    if items is not None and (isinstance(items, bool) or not isinstance(items, int) or items < 1):
-        raise ValueError(f"items must be a whole number >= 1 or None, got {items!r}")
+    if items is not None:
+        whole_number("items", items)
+
+
+def rotated(items: Sequence[T], round_index: int) -> list[T]:
+    """``items`` in the order for round ``round_index``: shifted by one place per round, so that
+    no variant always runs first (warm caches, turbo clocks, slow drift)."""
+    if not items:
+        return []
+    shift = round_index % len(items)
+    return list(items[shift:]) + list(items[:shift])
 
 
 def time_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
@@ -220,8 +230,7 @@ def compare(
         sum(map(sum, seconds.values())) < min_time and done < max_repeats
     ):
         # Rotate the order each round so no variant always runs first (warm caches, turbo).
-        shift = done % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in rotated(names, done):
             start = time.perf_counter()
             force(variants[name](*args))
             seconds[name].append(time.perf_counter() - start)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from helpers import timing
+from helpers.checks import whole_number
 from helpers.timing import ProgressFn
 
 VariantsFactory = Callable[..., Mapping[str, Callable[..., Any]]]
@@ -204,8 +205,7 @@ class ComparisonWidget(RunWidget):
 
         if not callable(make_variants):
             raise TypeError(f"make_variants must be callable, got {make_variants!r}")
-        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-            raise ValueError(f"repeats must be a whole number >= 1, got {repeats!r}")
+        whole_number("repeats", repeats)
         super().__init__(controls, title=title)
         self.make_variants, self.baseline, self.warmup, self.items, self.unit = (
             make_variants, baseline, warmup, items, unit,

@@ -75,3 +75,52 @@ def test_bad_input(tmp_path):
         distribute.make_data(0)
     with pytest.raises(procs.ChildError, match="exit code 1"):
         procs.run(procs.python_module("helpers.distribute", "mwms"), timeout=60)
+
+
+def test_check_tf_config():
+    import json
+
+    good = json.dumps({"cluster": {"worker": ["host-a:2222", "host-b:2222", "host-c:2222"]},
+                       "task": {"type": "worker", "index": 2}})
+    assert distribute.check_tf_config(good)
+    assert "JSON string" in repr(distribute.check_tf_config("{not json"))
+    assert "its cluster should be" in repr(distribute.check_tf_config("{}"))
+    wrong_index = good.replace('"index": 2', '"index": 3')
+    assert "worker 2 (index 2" in repr(distribute.check_tf_config(wrong_index))
+
+
+def test_check_mirrored_in_this_process():
+    import tensorflow as tf
+
+    assert "make a tf.distribute.MirroredStrategy" in repr(distribute.check_mirrored(None))
+    one_device = tf.distribute.MirroredStrategy(["/device:CPU:0"])  # this process has one logical CPU
+    assert "it has 1 replicas" in repr(distribute.check_mirrored(one_device))
+
+
+def test_strategy_variants_train_and_return_losses():
+    variants = distribute.strategy_variants(steps=2, batch=16)
+    assert list(variants) == list(distribute.STRATEGIES)
+    for run in variants.values():
+        losses = run()
+        assert len(losses) == 2 and all(isinstance(v, float) for v in losses)
+
+
+def test_cluster_summary_and_figure():
+    import pandas as pd
+
+    mwms = pd.DataFrame({"weights_sha": ["a", "a"], "last_loss": [0.5, 0.5], "w": [[0.0] * 8, [0.0] * 8]},
+                        index=["worker:0", "worker:1"])
+    assert distribute.cluster_summary(mwms) == "2 workers, weights identical: True, final loss 0.5000"
+    fit = pd.DataFrame({"error": ["ValueError: PerReplica", ""]}, index=["worker:0", "worker:1"])
+    assert distribute.cluster_summary(fit).startswith("1 of 2 workers failed: ValueError")
+    ps = pd.DataFrame({"steps": [5], "w_device": ["/job:ps/replica:0/task:0/device:CPU:0"], "last_loss": [0.1]},
+                      index=["chief:0"])
+    assert "variables on /job:ps/" in distribute.cluster_summary(ps)
+    fig = distribute.weights_figure(mwms, "t")
+    assert fig.axes[0].get_title() == "t" and len(fig.axes[0].lines) == 3  # true weights + 2 workers
+
+
+def test_cluster_experiment_reports_progress():
+    calls = []
+    table = distribute.cluster_experiment("mwms", workers=1, steps=2, on_progress=lambda d, t: calls.append((d, t)))
+    assert list(table.index) == ["worker:0"] and calls == [(0, 1), (1, 1)]

@@ -85,3 +85,9 @@ def test_benchmarks_registered():
     assert 1.0 < size["speedup"] <= 4.0 and size["unit"] == "bytes" and size["bound"] == 4.0
     latency = ids["quant.int8_latency"].run(quick=True)
     assert latency["speedup"] > 0 and "agrees with the Keras model" in latency["note"]
+
+
+def test_quant_experiment_trains_then_tabulates():
+    calls = []
+    table = quant.quant_experiment(width=4, epochs=1, n_train=200, repeats=2, on_progress=lambda d, t: calls.append(d))
+    assert list(table.index) == list(quant.MODES) and calls[-1] == len(quant.MODES) + 1

@@ -203,3 +203,9 @@ def test_format_seconds():
     assert timing.format_seconds(1.5) == "1.50 s"
     assert timing.format_seconds(0.0123) == "12.30 ms"
     assert timing.format_seconds(4.5e-6) == "4.5 µs"
+
+
+def test_rotated_shifts_one_place_per_round():
+    assert [timing.rotated(["a", "b", "c"], r) for r in range(4)] == [
+        ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+    assert timing.rotated([], 3) == []
