@@ -4,8 +4,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Re-install only when the dependency list or the package metadata changed.
+# Re-install only when the dependency lists or the package metadata changed. A learner's
+# `make lab` installs what the notebooks need; the test targets add the test tools.
 STAMP  := $(VENV)/.installed
+TSTAMP := $(VENV)/.installed-test
 # As root (containers, CI) Jupyter refuses to start without --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file.
@@ -14,13 +16,14 @@ NB     ?= notebooks/*.ipynb
 # The browser tests drive Debian's Chromium (no browser download).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: help install browser lab test lint unit e2e nbval bench execute clean
+.PHONY: help install browser lab test lint unit e2e nbval bench execute export clean
 
 help:
 	@echo "make lab      open the workbook in JupyterLab (installs first)"
 	@echo "make test     lint, unit tests and every notebook under nbval (small scale)"
 	@echo "make bench    run every registered comparison at full size (ARGS='--quick' for small)"
 	@echo "make execute  re-run notebooks in fresh kernels at full size and save them (NB=...)"
+	@echo "make export   copy the notebooks' #| export cells into helpers/lessons/"
 	@echo "make clean    remove .venv"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -30,7 +33,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $(STAMP)
 
-install: $(STAMP)
+$(TSTAMP): $(STAMP) requirements-test.txt
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	@touch $(TSTAMP)
+
+install: $(TSTAMP)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ip=127.0.0.1 $(ROOT_FLAG) --ServerApp.root_dir=. \
@@ -54,16 +61,16 @@ browser:
 	  echo "      Debian/Ubuntu: sudo apt-get install$$missing (or set CHROMIUM=/path/to/chromium)."; \
 	fi
 
-lint: $(STAMP)
+lint: $(TSTAMP)
 	$(BIN)/ruff check .
 
-unit: $(STAMP)
+unit: $(TSTAMP)
 	$(BIN)/python -m pytest tests --durations=10 --ignore=tests/browser
 
-e2e: $(STAMP) browser
+e2e: $(TSTAMP) browser
 	WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/browser --durations=10
 
-nbval: $(STAMP)
+nbval: $(TSTAMP)
 	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(NBVAL) --durations=10 $(NB)
 
 # The one test command (README, CI): lint, then unit, browser and notebook tests in one run.
@@ -75,6 +82,11 @@ bench: $(STAMP)
 
 execute: $(STAMP)
 	WORKBOOK_SCALE=full $(BIN)/python -m helpers.nbtools execute $(NB)
+
+# Lesson code lives in the notebooks; cells marked `#| export` are copied into helpers/lessons/
+# for the bench, later notebooks and child programs. tests/test_export.py fails when stale.
+export: $(STAMP)
+	$(BIN)/python -m helpers.export
 
 clean:
 	rm -rf $(VENV)

@@ -1,7 +1,10 @@
 """The benchmark runner: every timing claim of the workbook, rerun from the command line.
 
-Each topic module lists its comparisons in a module-level ``BENCHMARKS`` list of
-``Comparison`` objects; ``TOPIC_MODULES`` names the modules this runner reads.
+Each per-notebook module (``helpers.topics``) lists its comparisons in a module-level
+``BENCHMARKS`` list of ``helpers.comparison.Comparison`` objects; ``TOPIC_MODULES`` names the
+modules this runner reads. They import ``helpers.comparison``, never this runner, so nothing
+imports in a circle. A comparison of lesson code names it as ``"helpers.lessons.<notebook>:fn"``:
+the code the notebook shows, exported by ``make export``.
 
     python -m helpers.bench --list            # the ids
     python -m helpers.bench --quick           # every comparison, small sizes
@@ -16,99 +19,23 @@ import argparse
 import importlib
 import json
 import os
-import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from helpers import fileio, timing
+from helpers.comparison import Comparison
 
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
-TOPIC_MODULES: tuple[str, ...] = (
-    "helpers.graphs", "helpers.memory", "helpers.tfrecords", "helpers.pipelines", "helpers.fused",
-    "helpers.rnn", "helpers.cputune", "helpers.quant", "helpers.distribute", "helpers.capstone",
+TOPIC_MODULES: tuple[str, ...] = tuple(
+    f"helpers.topics.{name}"
+    for name in ("graphs", "memory", "tfrecords", "pipelines", "fused", "rnn", "cputune", "quant",
+                 "distribute", "capstone")
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"
-ID_PATTERN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A named comparison: ``make_variants(**params)`` returns at least the baseline and the
-    variant, timed here in one process; or, for settings that need fresh processes,
-    ``measure(**params)`` returns ``timing.compare``'s table itself (its ``attrs["note"]``, if
-    any, is reported beside the result). ``quick`` and ``full`` are the two workloads'
-    parameters; ``bound()``, when given, is the largest ratio physics allows (the core count for
-    threads); ``unit`` is what the medians count when they are not seconds (``"bytes"``)."""
-
-    id: str
-    title: str
-    make_variants: Callable[..., Mapping[str, Callable[..., Any]]] | None = None
-    baseline: str = "baseline"
-    variant: str = "variant"
-    quick: Mapping[str, Any] = field(default_factory=dict)
-    full: Mapping[str, Any] = field(default_factory=dict)
-    repeats: int = 7
-    min_time: float = 0.5
-    items: Callable[..., int] | None = None
-    measure: Callable[..., Any] | None = None
-    bound: Callable[[], float] | None = None
-    unit: str = "s"
-
-    def __post_init__(self) -> None:
-        if not ID_PATTERN.match(self.id):
-            raise ValueError(f"comparison id {self.id!r} must look like 'topic.name' (a-z, 0-9, _)")
-        if self.baseline == self.variant:
-            raise ValueError(f"{self.id}: baseline and variant are both {self.baseline!r}")
-        if (self.make_variants is None) == (self.measure is None):
-            raise ValueError(f"{self.id}: give exactly one of make_variants and measure")
-
-    def run(self, quick: bool = False) -> dict[str, Any]:
-        """Time baseline against variant, interleaved; return one ``bench.json`` record."""
-        params = dict(self.quick if quick else self.full)
-        if self.measure is not None:
-            table = self.measure(**params)
-            missing = {self.baseline, self.variant} - set(table.index)
-        else:
-            built = self.make_variants(**params)  # type: ignore[misc]
-            missing = {self.baseline, self.variant} - set(built)
-            if not missing:
-                table = timing.compare(
-                    {self.baseline: built[self.baseline], self.variant: built[self.variant]},
-                    baseline=self.baseline,
-                    repeats=max(3, self.repeats // 2) if quick else self.repeats,
-                    min_time=self.min_time / 5 if quick else self.min_time,
-                    items=self.items(**params) if self.items else None,
-                )
-        if missing:
-            raise ValueError(f"{self.id}: the measurement did not return {sorted(missing)}")
-        base, var = table.loc[self.baseline], table.loc[self.variant]
-        record = {
-            "id": self.id,
-            "baseline": self.baseline,
-            "variant": self.variant,
-            "baseline_s": float(base["median_s"]),
-            "variant_s": float(var["median_s"]),
-            "speedup": float(var["speedup"]),
-            "spread": [float(var["speedup_low"]), float(var["speedup_high"])],
-            "repeats": int(var["repeats"]),
-            "params": {k: _jsonable(v) for k, v in params.items()},
-        }
-        if self.unit != "s":
-            record["unit"] = self.unit
-        if table.attrs.get("note"):
-            record["note"] = str(table.attrs["note"])
-        if self.bound is not None:
-            record["bound"] = float(self.bound())
-        return record
-
-
-def _jsonable(value: Any) -> Any:
-    return value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
 
 
 def registry(modules: Sequence[str] | None = None) -> dict[str, Comparison]:
@@ -205,8 +132,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     # Quiet TensorFlow's C++ start-up lines unless the user asked for a level.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # Run the importable helpers.bench, not this __main__ copy: topic modules build their
-    # Comparison objects from helpers.bench, and the two copies' classes differ.
-    from helpers.bench import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -2,7 +2,7 @@
 its own ``TF_CONFIG``, ports on the loopback interface only, a log file per task, a timeout, and
 every process stopped and reaped when the run ends or any task fails.
 
-    with Cluster({"worker": 2}, procs.python_module("helpers.distribute", "mwms"), logdir=...) as c:
+    with Cluster({"worker": 2}, procs.python_module("helpers.topics.distribute", "mwms"), logdir=...) as c:
         results = c.wait()
 
 The same script runs on real hosts by giving each host its own ``TF_CONFIG`` (``tf_config``

@@ -208,9 +208,7 @@ def compare(
     ``on_progress(done, total)`` is called after each round.
     """
     if not isinstance(variants, Mapping) or not variants:
-        raise ValueError(
-            f"variants must be a non-empty dict of name -> callable, got {variants!r}"
-        )
+        raise ValueError(f"variants must be a non-empty dict of name -> callable, got {variants!r}")
     for name, fn in variants.items():
         _check_callable(name, fn)
     _check_counts(warmup, repeats, min_time, items)
@@ -226,9 +224,7 @@ def compare(
             force(variants[name](*args))
     seconds: dict[str, list[float]] = {name: [] for name in names}
     done = 0
-    while done < repeats or (
-        sum(map(sum, seconds.values())) < min_time and done < max_repeats
-    ):
+    while done < repeats or (sum(map(sum, seconds.values())) < min_time and done < max_repeats):
         # Rotate the order each round so no variant always runs first (warm caches, turbo).
         for name in rotated(names, done):
             start = time.perf_counter()
@@ -251,18 +247,10 @@ def comparison_table(timings: Mapping[str, Timing], baseline: str) -> Any:
     base = timings[baseline]
     rows = []
     for name, t in timings.items():
-        row = {
-            "variant": name,
-            "median_s": t.median,
-            "min_s": t.minimum,
-            "max_s": t.maximum,
-            "q1_s": t.q1,
-            "q3_s": t.q3,
-            "repeats": t.count,
-            "speedup": _ratio(base.median, t.median),
-            "speedup_low": _ratio(base.q1, t.q3),
-            "speedup_high": _ratio(base.q3, t.q1),
-        }
+        row = {"variant": name, "median_s": t.median, "min_s": t.minimum, "max_s": t.maximum,
+               "q1_s": t.q1, "q3_s": t.q3, "repeats": t.count,
+               "speedup": _ratio(base.median, t.median),
+               "speedup_low": _ratio(base.q1, t.q3), "speedup_high": _ratio(base.q3, t.q1)}
         if t.items is not None:
             row["items_per_s"] = t.items / t.median
         rows.append(row)

@@ -1,11 +1,11 @@
-"""Unit tests for helpers.capstone: the stages build on each other, runs come back as a table,
+"""Unit tests for helpers.topics.capstone: the stages build on each other, runs come back as a table,
 the fused model matches the Keras one, profiling a stage shows its gaps; bad input."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import capstone
+from helpers.topics import capstone
 
 
 def test_each_stage_adds_one_technique():
@@ -42,7 +42,7 @@ def test_run_stages_table(tmp_path):
 
 
 def test_trace_of_the_naive_stage_shows_gaps(tmp_path):
-    from helpers import pipelines, profiling
+    from helpers.topics import pipelines, profiling
 
     shard_dir = tmp_path / "shards"
     pipelines.make_jpeg_shards(shard_dir, 128)

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.cifar: verified download (offline, from a local fake archive), safe
+"""Unit tests for helpers.topics.cifar: verified download (offline, from a local fake archive), safe
 extraction, reading, and the shipped sample's format."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import cifar
+from helpers.topics import cifar
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.cputune: settings, the child workloads, sweeps, feature detection."""
+"""Unit tests for helpers.topics.cputune: settings, the child workloads, sweeps, feature detection."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from helpers import cputune, procs
+from helpers import procs
+from helpers.topics import cputune
 
 
 def test_setting_env_and_label(tmp_path):
@@ -113,7 +114,7 @@ def test_preloaded_allocator_is_seen_by_the_child():
 
 def test_child_rejects_unknown_usage():
     with pytest.raises(procs.ChildError, match="exit code 1"):
-        procs.run(procs.python_module("helpers.cputune"), timeout=60, cwd=os.getcwd())
+        procs.run(procs.python_module("helpers.topics.cputune"), timeout=60, cwd=os.getcwd())
 
 
 def test_memory_map_readers():

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.distribute: strategies agree in one process (over logical devices, so
+"""Unit tests for helpers.topics.distribute: strategies agree in one process (over logical devices, so
 in a child process), and across processes on a local cluster (MWMS workers agree; Keras fit's
 failure is reported; the parameter-server chief trains variables that live on the server)."""
 
@@ -9,10 +9,12 @@ import textwrap
 
 import pytest
 
-from helpers import distribute, procs
+from helpers import procs
+from helpers.topics import distribute
 
 IN_PROCESS = textwrap.dedent("""
-    from helpers import distribute, env, procs
+    from helpers import env, procs
+    from helpers.topics import distribute
     env.setup_logical_devices(2, "CPU")
     for name in distribute.STRATEGIES:
         result = distribute.train(distribute.make_strategy(name), steps=5, batch=32)
@@ -74,7 +76,7 @@ def test_bad_input(tmp_path):
     with pytest.raises(ValueError, match="n must be"):
         distribute.make_data(0)
     with pytest.raises(procs.ChildError, match="exit code 1"):
-        procs.run(procs.python_module("helpers.distribute", "mwms"), timeout=60)
+        procs.run(procs.python_module("helpers.topics.distribute", "mwms"), timeout=60)
 
 
 def test_check_tf_config():

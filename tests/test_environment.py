@@ -1,4 +1,5 @@
-"""environment.yml and requirements.txt must name the same packages (offline check)."""
+"""environment.yml and requirements.txt must name the same packages, and the test tools stay
+out of a learner's install (offline checks)."""
 
 from __future__ import annotations
 
@@ -36,13 +37,30 @@ def test_every_environment_line_has_a_comment():
 def test_pyproject_reads_requirements_and_ships_helpers():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'dependencies = { file = ["requirements.txt"] }' in text
-    assert 'packages = ["helpers"]' in text
+    assert 'optional-dependencies.test = { file = ["requirements-test.txt"] }' in text
+    assert 'include = ["helpers", "helpers.*"]' in text
+
+
+def test_test_tools_are_only_in_the_test_extra():
+    runtime = {re.split(r"[~<>=]", r)[0] for r in requirement_lines((ROOT / "requirements.txt").read_text())}
+    tools = {re.split(r"[~<>=]", r)[0] for r in requirement_lines((ROOT / "requirements-test.txt").read_text())}
+    assert {"pytest", "playwright", "ruff", "nbval"} <= tools
+    assert not runtime & tools, f"in both lists: {runtime & tools}"
+
+
+def test_installed_package_has_every_helpers_subpackage():
+    import helpers.lessons
+    import helpers.topics
+
+    for package in (helpers.lessons, helpers.topics):
+        assert Path(package.__file__).parent.parent == ROOT / "helpers"
 
 
 def test_core_pins():
     reqs = requirement_lines((ROOT / "requirements.txt").read_text())
-    for pin in ("tensorflow~=2.21.0", "jupyterlab~=4.6", "ipywidgets~=8.1", "nbval~=0.11.0"):
+    for pin in ("tensorflow~=2.21.0", "jupyterlab~=4.6", "ipywidgets~=8.1"):
         assert pin in reqs
+    assert "nbval~=0.11.0" in requirement_lines((ROOT / "requirements-test.txt").read_text())
 
 
 def test_ci_runs_the_readme_test_command():

@@ -1,10 +1,10 @@
-"""Unit tests for helpers.fused: the fused and unfused paths agree; bad input is refused."""
+"""Unit tests for helpers.topics.fused: the fused and unfused paths agree; bad input is refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import fused
+from helpers.topics import fused
 
 
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])

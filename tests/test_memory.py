@@ -1,4 +1,4 @@
-"""Unit tests for helpers.memory: the guard, the estimates, the measured pitfalls, the checks.
+"""Unit tests for helpers.topics.memory: the guard, the estimates, the measured pitfalls, the checks.
 Sizes stay at 1 MiB so the suite stays light."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from helpers import memory
+from helpers.topics import memory
 
 
 def test_guard_refuses_with_the_numbers():
@@ -107,7 +107,7 @@ def test_peak_rss_sees_an_allocation():
 
 def test_the_2gb_demo_allocates_nothing():
     code = textwrap.dedent("""
-        from helpers import memory
+        from helpers.topics import memory
         before = memory.max_rss_mib()
         view = memory.over_2gb_view()
         for attempt in (lambda: memory.embed_in_function(view),):

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.pipelines: the builders agree where order is deterministic, shapes and
+"""Unit tests for helpers.topics.pipelines: the builders agree where order is deterministic, shapes and
 dtypes, the augmentation crops exactly, epoch order, and the utilisation sampler."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from helpers import pipelines, tfrecords
+from helpers.topics import pipelines, tfrecords
 
 
 @pytest.fixture(scope="module")

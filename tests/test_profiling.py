@@ -1,4 +1,4 @@
-"""Unit tests for helpers.profiling: the parser on a small recorded trace (six traced steps of a
+"""Unit tests for helpers.topics.profiling: the parser on a small recorded trace (six traced steps of a
 matmul training step with NumPy work between them), a live recording, and bad input."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import profiling
+from helpers.topics import profiling
 
 FIXTURE = Path(__file__).parent / "fixtures" / "profile" / "six_steps.xplane.pb"
 

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.quant: conversion modes, the interpreter and its fallback, the table."""
+"""Unit tests for helpers.topics.quant: conversion modes, the interpreter and its fallback, the table."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import quant
+from helpers.topics import quant
 
 
 @pytest.fixture(scope="module")

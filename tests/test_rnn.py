@@ -1,10 +1,10 @@
-"""Unit tests for helpers.rnn: the LSTM paths agree, the tables hold what they say, bad input."""
+"""Unit tests for helpers.topics.rnn: the LSTM paths agree, the tables hold what they say, bad input."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import rnn
+from helpers.topics import rnn
 
 
 def test_lstm_kinds_give_the_same_outputs():

@@ -1,8 +1,8 @@
-"""Unit tests for helpers.start (the environment check of notebook 00)."""
+"""Unit tests for helpers.topics.start (the environment check of notebook 00)."""
 
 from __future__ import annotations
 
-from helpers import start
+from helpers.topics import start
 
 GOOD = {
     "tensorflow": "2.21.0", "keras": "3.15.1", "ipywidgets": "8.1.9", "matplotlib": "3.11.2",
@@ -50,24 +50,24 @@ def test_gpu_row_is_information_only():
 def test_check_graph_function():
     import tensorflow as tf
 
-    from helpers import graphs
+    from helpers.lessons.start_here import small_ops_chain
 
     result = start.check_graph_function(None)
     assert not result and "must be a tf.function" in repr(result)
-    result = start.check_graph_function(tf.function(lambda x: graphs.small_ops_chain(x, 49)))
+    result = start.check_graph_function(tf.function(lambda x: small_ops_chain(x, 49)))
     assert not result and "not return the same values" in repr(result)
     result = start.check_graph_function(tf.function(lambda x: x / 0 + undefined))  # noqa: F821
     assert not result and "raised" in repr(result)
-    result = start.check_graph_function(tf.function(lambda x: graphs.small_ops_chain(x, 50)))
+    result = start.check_graph_function(tf.function(lambda x: small_ops_chain(x, 50)))
     assert result and repr(result).startswith("Correct")
 
 
 def test_check_warmup():
     from helpers import timing
 
-    steady = timing.Timing("f", (0.001,) * 5)
+    steady = timing.Timing("f", (0.001,) * 10)
     assert not start.check_warmup(None, steady)
-    assert not start.check_warmup(0.5, timing.Timing("f", (0.001,) * 2))
+    assert not start.check_warmup(0.5, timing.Timing("f", (0.001,) * 5))
     result = start.check_warmup(0.0005, steady)
     assert not result and "already traced" in repr(result)
     result = start.check_warmup(0.05, steady)

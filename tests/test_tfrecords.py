@@ -1,4 +1,4 @@
-"""Unit tests for helpers.tfrecords: conversion, atomicity (interrupted and killed runs),
+"""Unit tests for helpers.topics.tfrecords: conversion, atomicity (interrupted and killed runs),
 idempotence, verification (a flipped byte is named by shard and record) and the readers."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import cifar, tfrecords
+from helpers.topics import cifar, tfrecords
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypa
 def test_killed_conversion_leaves_only_complete_shards(tmp_path):
     """SIGKILL a real conversion mid-way: every shard under a final name is complete."""
     code = textwrap.dedent(f"""
-        from helpers import cifar, tfrecords
+        from helpers.topics import cifar, tfrecords
         images, labels = cifar.synthetic_images(4000, seed=9)
         print("ready", flush=True)
         tfrecords.convert(images, labels, {str(tmp_path)!r}, "train", n_shards=40, encoding="png", progress=False)

@@ -1,7 +1,7 @@
 """CIFAR-10, the python version: verified download, safe extraction, reading, and the synthetic
 sample shipped in ``data/`` in exactly the same format (notebook 06).
 
-    python -m helpers.cifar make-sample data/cifar-10-sample   # regenerate the shipped sample
+    python -m helpers.topics.cifar make-sample data/cifar-10-sample   # regenerate the shipped sample
 
 The real archive is checked against its published MD5 before anything is extracted or unpickled;
 extraction refuses members that would land outside the target folder. Every file is written under
@@ -32,7 +32,7 @@ FILES = (*TRAIN_BATCHES, "test_batch", "batches.meta")
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 #: The seed's splits: train = batches 1-4, validation = batch 5, eval = the test batch.
 SPLITS = {"train": TRAIN_BATCHES[:4], "validation": TRAIN_BATCHES[4:], "eval": ("test_batch",)}
-SHIPPED_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "cifar-10-sample"
+SHIPPED_SAMPLE = Path(__file__).resolve().parents[2] / "data" / "cifar-10-sample"
 
 
 class NetworkUnavailable(RuntimeError):
@@ -240,7 +240,7 @@ def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
         with open(staging / "batches.meta", "wb") as handle:
             pickle.dump(meta, handle, protocol=2)
         (staging / "README.txt").write_text(
-            "SYNTHETIC sample in the CIFAR-10 python format, made by `python -m helpers.cifar make-sample`.\n"
+            "SYNTHETIC sample in the CIFAR-10 python format, made by `python -m helpers.topics.cifar make-sample`.\n"
             "The images are generated stripes and colours, not CIFAR-10 photographs.\n"
         )
         final = out_dir / FOLDER
@@ -257,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point: ``make-sample OUT_DIR``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or args[0] != "make-sample":
-        print("usage: python -m helpers.cifar make-sample OUT_DIR", file=sys.stderr)
+        print("usage: python -m helpers.topics.cifar make-sample OUT_DIR", file=sys.stderr)
         return 2
     print(f"wrote {make_sample(Path(args[1]))}")
     return 0

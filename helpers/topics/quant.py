@@ -15,8 +15,8 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from helpers.bench import Comparison
 from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn, Timing
 
@@ -28,7 +28,7 @@ KIB = 1024
 def quiet() -> Iterator[io.StringIO]:
     """Swallow what the converter and interpreter print: Python's stdout/stderr, file
     descriptors 1 and 2 (C++ logs) and warnings. Yields the Python-level text, for errors."""
-    from helpers.placement import capture_fds
+    from helpers.fdlog import capture_fds
 
     text = io.StringIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(text), contextlib.redirect_stderr(text), capture_fds():
@@ -39,7 +39,7 @@ def quiet() -> Iterator[io.StringIO]:
 def dataset(n_train: int = 6000, n_test: int = 1000, seed: int = 1) -> tuple[Any, Any, Any, Any]:
     """Generated 32x32 RGB images (class shows in colour and stripe direction) scaled to [0, 1]:
     ``x_train, y_train, x_test, y_test``, from one draw so both splits share the classes."""
-    from helpers import cifar
+    from helpers.topics import cifar
 
     for name, value in (("n_train", n_train), ("n_test", n_test)):
         whole_number(name, value)

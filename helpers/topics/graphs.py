@@ -1,38 +1,13 @@
-"""Operations, tensors and graphs; the eager vs ``tf.function`` comparison (notebooks 00, 01)."""
+"""Graphs as tables, the graph exercises' checks, and the eager vs ``tf.function`` comparison's
+registration (notebooks 00, 01). The comparison itself is lesson code, written in notebook 00
+and exported to ``helpers.lessons.start_here``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from helpers.bench import Comparison
-from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
-
-
-def small_ops_chain(x: Any, n_ops: int) -> Any:
-    """Apply ``n_ops`` tiny elementwise ops (multiply, add, alternating) to ``x``.
-
-    Each op does almost no arithmetic, so the time goes to launching ops: the cost that
-    ``tf.function`` removes by running one graph instead of ``n_ops`` Python-level calls.
-    """
-    for i in range(n_ops):
-        x = x * 0.999 if i % 2 == 0 else x + 0.001
-    return x
-
-
-def eager_vs_function(n_ops: int = 100, size: int = 64) -> dict[str, Callable[[], Any]]:
-    """Two variants that compute the same ``small_ops_chain``: op by op, and as one graph."""
-    import tensorflow as tf
-
-    whole_number("n_ops", n_ops)
-    whole_number("size", size)
-    x = tf.random.stateless_uniform([size], seed=(0, 1))
-    graph = tf.function(lambda t: small_ops_chain(t, n_ops))
-    return {
-        "eager": lambda: small_ops_chain(x, n_ops),
-        "tf.function": lambda: graph(x),
-    }
 
 
 def ops_table(graph: Any, start: int = 0) -> Any:
@@ -103,7 +78,7 @@ BENCHMARKS = [
     Comparison(
         id="graphs.eager_vs_function",
         title="100-1000 tiny ops: eager op by op vs one tf.function graph",
-        make_variants=eager_vs_function,
+        make_variants="helpers.lessons.start_here:eager_vs_function",
         baseline="eager",
         variant="tf.function",
         quick={"n_ops": 100},

@@ -4,7 +4,7 @@ In one process: ``MirroredStrategy`` and ``CentralStorageStrategy`` over logical
 small linear model trained by a custom loop, so that variable placement and replica agreement can
 be read off. Across processes (``helpers.cluster`` starts them): ``MultiWorkerMirroredStrategy``
 workers and a ``ParameterServerStrategy`` chief with its servers, run as
-``python -m helpers.distribute mwms|keras-fit|ps``.
+``python -m helpers.topics.distribute mwms|keras-fit|ps``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers.bench import Comparison
 from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
 FEATURES = 8
@@ -251,9 +251,9 @@ def run_cluster(mode: str, logdir: str | Path, steps: int = 20, batch: int = 64,
     if mode not in MODES:
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
     roles = {**ROLES[mode], "worker": workers}
-    results = cluster.run(roles, procs.python_module("helpers.distribute", mode, str(steps), str(batch)),
+    results = cluster.run(roles, procs.python_module("helpers.topics.distribute", mode, str(steps), str(batch)),
                           logdir=logdir, timeout=timeout, wait_for=("chief",) if mode == "ps" else ("worker",),
-                          env={"PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+                          env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     rows = [row for result in results.values() for row in result.rows]
     if not rows:
         raise RuntimeError(f"no task reported a result; logs are in {logdir}")
@@ -371,5 +371,5 @@ BENCHMARKS = [
 
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in MODES:
-        sys.exit(f"usage: python -m helpers.distribute {{{'|'.join(MODES)}}} STEPS BATCH (with TF_CONFIG set)")
+        sys.exit(f"usage: python -m helpers.topics.distribute {{{'|'.join(MODES)}}} STEPS BATCH (with TF_CONFIG set)")
     MODES[sys.argv[1]](int(sys.argv[2]), int(sys.argv[3]))

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.bench import Comparison
 from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
@@ -311,7 +311,7 @@ def embedding_experiment(
     guard(estimate, f"Graphs with {', '.join(map(str, steps))} embedded copies of a {mib} MiB array")
     if on_progress is not None:
         on_progress(0, 1)
-    rows = procs.run_rows(procs.python_module("helpers.memory", str(mib), str(n_ops)),
+    rows = procs.run_rows(procs.python_module("helpers.topics.memory", str(mib), str(n_ops)),
                           env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)
     if on_progress is not None:
         on_progress(1, 1)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers.bench import Comparison
 from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
@@ -61,7 +61,7 @@ def make_jpeg_shards(out_dir: Path, n: int, n_shards: int = 4, seed: int = 7) ->
     their paths (re-runs reuse up-to-date shards)."""
     import tensorflow as tf
 
-    from helpers import cifar, tfrecords
+    from helpers.topics import cifar, tfrecords
 
     whole_number("n", n)
     small, labels = cifar.synthetic_images(n, seed)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers import fileio
-from helpers.bench import Comparison
 from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
 MANIFEST = "manifest.json"
@@ -387,7 +387,7 @@ def readers(workdir: Path, images: Any, labels: Any, classes: Sequence[str]) -> 
 
 def files_vs_reader(reader: str = "4 shards, batched parse", n: int = 1000, workdir: Path | None = None) -> dict[str, Callable[[], int]]:
     """PNG files against one of the other ``READERS`` on ``n`` generated images (for the widget)."""
-    from helpers import cifar
+    from helpers.topics import cifar
 
     if reader not in READERS[1:]:
         raise ValueError(f"reader must be one of {READERS[1:]}, got {reader!r}")
@@ -415,7 +415,7 @@ def check_converted(out_dir: Path, images: Any, labels: Any, split: str, n_shard
 
 
 def _small_files_vs_shards(n: int = 1000) -> dict[str, Callable[[], int]]:
-    from helpers import cifar
+    from helpers.topics import cifar
 
     images, labels = cifar.synthetic_images(n, seed=6)
     built = readers(Path(tempfile.gettempdir()) / f"workbook-bench-tfrecord-{n}", images, labels, cifar.CLASSES)

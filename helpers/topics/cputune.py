@@ -3,7 +3,7 @@ processes with chosen threads, oneDNN, OpenMP and allocator settings, and read w
 the TensorFlow wheel support.
 
 Thread pools, oneDNN and ``LD_PRELOAD`` are fixed when TensorFlow starts, so every setting runs
-in its own child (``helpers.procs``): ``python -m helpers.cputune child ...`` times the named
+in its own child (``helpers.procs``): ``python -m helpers.topics.cputune child ...`` times the named
 workloads and emits one row each, or the error a workload raised.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers import procs, timing
-from helpers.bench import Comparison
 from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn, Timing
 
@@ -207,7 +207,7 @@ def _openmp_runtime(maps: str) -> str:
 
 def child_main(argv: Sequence[str]) -> None:
     """The child's side: set the thread pools, then time each workload and emit its row."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.cputune child")
+    parser = argparse.ArgumentParser(prog="python -m helpers.topics.cputune child")
     parser.add_argument("--workloads", required=True)
     parser.add_argument("--intra", type=int, default=0)
     parser.add_argument("--inter", type=int, default=0)
@@ -253,10 +253,10 @@ def run_setting(setting: Setting, workloads: Sequence[str], repeats: int = 5, sm
     with ``seconds`` (one per repeat) or the ``error`` it raised."""
     workloads = _check_workloads(workloads)
     whole_number("repeats", repeats)
-    args = procs.python_module("helpers.cputune", "child", "--workloads", ",".join(workloads),
+    args = procs.python_module("helpers.topics.cputune", "child", "--workloads", ",".join(workloads),
                                "--intra", str(setting.intra), "--inter", str(setting.inter),
                                "--repeats", str(repeats), *(["--small"] if small else []))
-    return procs.run_rows(args, env=setting.env(), timeout=timeout, cwd=str(Path(__file__).resolve().parent.parent))
+    return procs.run_rows(args, env=setting.env(), timeout=timeout, cwd=str(Path(__file__).resolve().parents[2]))
 
 
 def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: int = 5, rounds: int = 1,
@@ -494,5 +494,5 @@ BENCHMARKS = [
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["child"]:
-        sys.exit("usage: python -m helpers.cputune child --workloads matmul,conv_step [--intra N] [--inter N]")
+        sys.exit("usage: python -m helpers.topics.cputune child --workloads matmul,conv_step [--intra N] [--inter N]")
     child_main(sys.argv[2:])

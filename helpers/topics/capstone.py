@@ -17,11 +17,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from helpers import pipelines, procs, timing
-from helpers.bench import Comparison
+from helpers import procs, timing
 from helpers.checks import whole_number
-from helpers.pipelines import Options
+from helpers.comparison import Comparison
 from helpers.timing import ProgressFn, Timing
+from helpers.topics import pipelines
+from helpers.topics.pipelines import Options
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,8 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
     for r in range(rounds):
         for index in timing.rotated(chosen, r):
             (row,) = procs.run_rows(
-                procs.python_module("helpers.capstone", "stage", str(index), str(shard_dir), str(epochs)),
-                env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout, cwd=str(Path(__file__).resolve().parent.parent))
+                procs.python_module("helpers.topics.capstone", "stage", str(index), str(shard_dir), str(epochs)),
+                env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout, cwd=str(Path(__file__).resolve().parents[2]))
             seconds[index].extend(row["seconds"])
             done += 1
             if on_progress is not None:
@@ -156,7 +157,7 @@ def trace_stage(index: int, shard_dir: str | Path, logdir: str | Path, steps: in
     applied: they are fixed here already). Fetching each batch happens between the traced
     steps, so the trace's gaps are the time the loop waited for data; the naive stage is fed
     by plain Python, as a ``feed_dict`` loop was. Returns ``profiling.events``."""
-    from helpers import profiling
+    from helpers.topics import profiling
 
     if not isinstance(index, int) or not 0 <= index < len(STAGES):
         raise ValueError(f"index must be between 0 and {len(STAGES) - 1}, got {index!r}")
@@ -226,5 +227,5 @@ BENCHMARKS = [
 
 if __name__ == "__main__":
     if len(sys.argv) != 5 or sys.argv[1] != "stage":
-        sys.exit("usage: python -m helpers.capstone stage INDEX SHARD_DIR EPOCHS")
+        sys.exit("usage: python -m helpers.topics.capstone stage INDEX SHARD_DIR EPOCHS")
     _stage_child(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))

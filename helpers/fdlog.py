@@ -1,5 +1,6 @@
-"""Where ops run: capture TensorFlow's placement log at the file-descriptor level and read it
-as a table; soft placement; towers on several devices summed with ``add_n`` (notebooks 02-04).
+"""Capture what TensorFlow's C++ runtime writes to file descriptors 1 and 2, and read its
+placement log as a table (plumbing for notebooks 02-04 and any cell that must keep C++ chatter
+out of a notebook).
 
 TensorFlow's C++ runtime writes placement lines to file descriptors 1 and 2 directly, below
 Python's ``sys.stdout``: ``contextlib.redirect_stdout`` sees nothing, a Jupyter kernel under
@@ -18,9 +19,6 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from helpers.checks import whole_number
-from helpers.exercises import Feedback, correct, not_yet
 
 # "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0", optionally behind a glog
 # prefix ("I0000 00:00:1795287681.511107    4925 placer.cc:162] ").
@@ -154,9 +152,10 @@ class PlacementLog:
     """TensorFlow's placement log, kept in a file instead of the notebook.
 
     In TF 2.21 the placer log follows the setting TensorFlow started with: turning it on later
-    logs nothing, turning it off later does not stop it. ``start()`` therefore switches it on
-    before TensorFlow initialises and points file descriptors 1 and 2 at a log file until
-    ``stop()``. In a Jupyter kernel TensorFlow also prints an ``Executing op ...`` line through
+    logs nothing, turning it off later does not stop it. So the notebook calls
+    ``tf.debugging.set_log_device_placement(True)`` before any other TensorFlow call, and
+    ``start()`` (which refuses when logging is off) points file descriptors 1 and 2 at a log file
+    until ``stop()``. In a Jupyter kernel TensorFlow also prints an ``Executing op ...`` line through
     ``sys.stdout`` for every eager op; those lines are diverted into the same file, and the
     rest of Python's output is untouched. ``run(fn)`` returns what ``fn`` placed.
     """
@@ -171,19 +170,18 @@ class PlacementLog:
         return self._file is not None
 
     def start(self) -> PlacementLog:
-        """Turn placement logging on and send C++ output to the log file. Call it first."""
-        import tensorflow as tf
-
+        """Send C++ output to the log file. Placement logging must already be on."""
         if self.active:
             return self
         from tensorflow.python.eager import context
 
-        if tensorflow_started() and not context.context().log_device_placement:
-            raise RuntimeError(
-                "TensorFlow has already started without placement logging, and in TF 2.21 it "
-                "cannot be switched on afterwards. Restart the kernel and run this cell first."
-            )
-        tf.debugging.set_log_device_placement(True)
+        if not context.context().log_device_placement:
+            message = ("placement logging is off: call tf.debugging.set_log_device_placement(True) "
+                       "before any other TensorFlow call")
+            if tensorflow_started():
+                message += (". TensorFlow has already started without it, and in TF 2.21 it cannot "
+                            "be switched on afterwards: restart the kernel and run the Setup cell first")
+            raise RuntimeError(message + ".")
         self._file = tempfile.TemporaryFile(mode="w+b")
         _flush_all()
         for fd in (1, 2):
@@ -238,7 +236,8 @@ _LOG = PlacementLog()
 
 
 def start_logging() -> PlacementLog:
-    """Start this process's placement log (once; calling again returns the same log)."""
+    """Start this process's placement log (once; calling again returns the same log). Call
+    ``tf.debugging.set_log_device_placement(True)`` before it, and before any TensorFlow op."""
     return _LOG.start()
 
 
@@ -247,146 +246,3 @@ def _flush_all() -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     _flush_c_streams()
-
-
-@contextlib.contextmanager
-def soft_placement(enabled: bool) -> Iterator[None]:
-    """Set ``tf.config.set_soft_device_placement(enabled)`` inside the block, then restore it."""
-    import tensorflow as tf
-
-    if not isinstance(enabled, bool):
-        raise TypeError(f"enabled must be True or False, got {enabled!r}")
-    before = tf.config.get_soft_device_placement()
-    tf.config.set_soft_device_placement(enabled)
-    try:
-        yield
-    finally:
-        tf.config.set_soft_device_placement(before)
-
-
-def accelerator() -> str:
-    """The device to pin heavy math to: ``GPU:0`` when there is one, else the second logical
-    CPU (``CPU:1``) if set up, else ``CPU:0``."""
-    import tensorflow as tf
-
-    if tf.config.list_logical_devices("GPU"):
-        return "GPU:0"
-    cpus = tf.config.list_logical_devices("CPU")
-    return "CPU:1" if len(cpus) > 1 else "CPU:0"
-
-
-def full_device(name: str) -> str:
-    """``CPU:1`` or ``/device:CPU:1`` -> ``/device:CPU:1`` (what ``tf.device`` takes)."""
-    return name if name.startswith("/") else f"/device:{name}"
-
-
-def towers_vs_single(
-    n_towers: int = 4, size: int = 512, devices: Sequence[str] | None = None, sum_device: str = "CPU:0"
-) -> dict[str, Callable[[], Any]]:
-    """The seed's tower pattern: ``X^T X`` for a batch ``X`` of ``size`` x ``size``.
-
-    ``one device`` computes it in one matmul. ``N towers`` splits the batch into ``n_towers``
-    slices, computes each slice's ``x^T x`` on its own device (round robin over ``devices``,
-    default: every logical CPU, or every GPU when there are GPUs) and sums them with
-    ``tf.add_n`` pinned to ``sum_device``. Same arithmetic, same result.
-    """
-    import tensorflow as tf
-
-    for name, value in (("n_towers", n_towers), ("size", size)):
-        whole_number(name, value)
-    if size % n_towers:
-        raise ValueError(f"size {size} must split evenly into {n_towers} towers")
-    if devices is None:
-        kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
-        devices = [short_device(d.name) for d in tf.config.list_logical_devices(kind)]
-    if not devices:
-        raise ValueError("devices is empty: give at least one device name such as 'CPU:0'")
-    x = tf.random.stateless_normal([size, size], seed=(4, 2))
-
-    @tf.function
-    def one_device(batch: Any) -> Any:
-        with tf.device(full_device(devices[0])):
-            return tf.matmul(batch, batch, transpose_a=True)
-
-    @tf.function
-    def towers(batch: Any) -> Any:
-        parts = []
-        for i, piece in enumerate(tf.split(batch, n_towers)):
-            with tf.device(full_device(devices[i % len(devices)])):
-                parts.append(tf.matmul(piece, piece, transpose_a=True))
-        with tf.device(full_device(sum_device)):
-            return tf.add_n(parts)
-
-    return {"one device": lambda: one_device(x), f"{n_towers} towers": lambda: towers(x)}
-
-
-def devices_used(table: Any, kernel_prefix: str) -> list[str]:
-    """The devices on which kernels starting with ``kernel_prefix`` ran, in first-seen order
-    (``"MatMul"`` also matches oneDNN's ``_MklMatMul``)."""
-    kernels = table["kernel"].str.replace(r"^_Mkl", "", regex=True)
-    return list(dict.fromkeys(table.loc[kernels.str.startswith(kernel_prefix), "device"]))
-
-
-def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
-    """Exercise (02): the placement table shows the matmul on ``device``."""
-    if not hasattr(table, "columns") or "kernel" not in getattr(table, "columns", []):
-        return not_yet("pass the table that log.run(...) returned (the second item).")
-    used = devices_used(table, "MatMul")
-    if not used:
-        return not_yet("the table shows no MatMul: did the function run for the first time inside log.run?")
-    if used != [short_device(device)]:
-        return not_yet(f"the MatMul ran on {used}, not on {short_device(device)}.")
-    return correct(f"the MatMul ran on {short_device(device)}, as pinned.")
-
-
-def check_result_device(answer: Any, actual: Any) -> Feedback:
-    """Exercise (02): ``answer`` names the device that holds the tensor ``actual``."""
-    want = short_device(getattr(actual, "device", ""))
-    if not isinstance(answer, str) or not answer:
-        return not_yet("answer with a device name such as 'CPU:0'.")
-    if short_device(answer).upper() != want.upper():
-        return not_yet(f"{answer!r} is not where the result lives; look at its .device.")
-    return correct(f"the result lives on {want}.")
-
-
-def check_strict(fn: Any) -> Feedback:
-    """Exercise (03): ``fn()`` raises for a missing device and leaves soft placement as it was."""
-    import tensorflow as tf
-
-    if not callable(fn):
-        return not_yet(f"strict_matmul must be a function, got {fn!r}.")
-    before = tf.config.get_soft_device_placement()
-    try:
-        fn()
-    except tf.errors.InvalidArgumentError as exc:
-        if tf.config.get_soft_device_placement() != before:
-            tf.config.set_soft_device_placement(before)
-            return not_yet("it raised, but left soft placement switched off: restore it (use placement.soft_placement).")
-        first_sentence = str(exc).splitlines()[0].split(". ")[0]
-        return correct(f"it failed loudly: {first_sentence}.")
-    except Exception as exc:  # the learner's code
-        tf.config.set_soft_device_placement(before)
-        return not_yet(f"it raised {type(exc).__name__}, not the placement error: {exc}")
-    tf.config.set_soft_device_placement(before)
-    return not_yet("it ran without an error: it fell back to another device. Switch soft placement off inside it.")
-
-
-def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
-    """Exercise (04): ``result`` equals ``batch^T batch``; the table shows matmuls on several
-    devices and the ``AddN`` on ``CPU:0``."""
-    import tensorflow as tf
-
-    if result is None or not hasattr(table, "columns"):
-        return not_yet("run my_towers(batch) with log.run and pass its result and table.")
-    want = tf.matmul(batch, batch, transpose_a=True)
-    if tuple(result.shape) != tuple(want.shape):
-        return not_yet(f"the result has shape {tuple(result.shape)}, not {tuple(want.shape)}.")
-    error = float(tf.reduce_max(tf.abs(result - want)) / (tf.reduce_max(tf.abs(want)) + 1e-12))
-    if error > 1e-4:
-        return not_yet(f"the sum of the towers differs from batch^T batch (relative error {error:.1e}).")
-    matmuls, sums = devices_used(table, "MatMul"), devices_used(table, "AddN")
-    if len(matmuls) < 2:
-        return not_yet(f"the matmuls all ran on {matmuls}: give each tower its own tf.device.")
-    if sums != ["CPU:0"]:
-        return not_yet(f"the add_n ran on {sums or 'no device (is there an add_n?)'}, not on CPU:0.")
-    return correct(f"towers on {', '.join(matmuls)}, summed on CPU:0; same numbers as one matmul.")

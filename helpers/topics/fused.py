@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from helpers.bench import Comparison
 from helpers.checks import whole_number
+from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
 FORMATS = ("NHWC", "NCHW")
@@ -140,7 +140,7 @@ def keras_batchnorm_variants(shape: Sequence[int] = (32, 56, 56, 64), backward: 
 def data_format_table(small: bool = False, repeats: int = 5, rounds: int = 1, on_progress: Any = None) -> Any:
     """A 3x3 ``conv2d`` in NHWC and in NCHW, each in fresh processes with oneDNN on and off
     (``TF_ENABLE_ONEDNN_OPTS``): medians in ms, or the error where a format cannot run."""
-    from helpers import cputune
+    from helpers.topics import cputune
 
     settings = {"oneDNN on": cputune.Setting(onednn=True), "oneDNN off": cputune.Setting(onednn=False)}
     return cputune.sweep(settings, ["conv2d_NHWC", "conv2d_NCHW"], repeats=repeats, rounds=rounds,

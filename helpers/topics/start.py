@@ -136,10 +136,10 @@ def summary(rows: list[Check]) -> str:
 
 
 def check_graph_function(fn: Any) -> Feedback:
-    """Exercise 1: ``fn`` is a ``tf.function`` returning ``graphs.small_ops_chain(x, 50)``."""
+    """Exercise 1: ``fn`` is a ``tf.function`` returning ``small_ops_chain(x, 50)`` (notebook 00)."""
     import tensorflow as tf
 
-    from helpers import graphs
+    from helpers.lessons.start_here import small_ops_chain
 
     if not hasattr(fn, "get_concrete_function"):
         return not_yet("fast_chain must be a tf.function (put @tf.function above its def).")
@@ -148,7 +148,7 @@ def check_graph_function(fn: Any) -> Feedback:
         got = fn(x)
     except Exception as exc:  # the learner's code: report, do not crash the notebook
         return not_yet(f"fast_chain(x) raised {type(exc).__name__}: {exc}")
-    want = graphs.small_ops_chain(x, 50)
+    want = small_ops_chain(x, 50)
     if getattr(got, "shape", None) != want.shape or not bool(
         tf.reduce_all(tf.abs(tf.cast(got, want.dtype) - want) < 1e-5)
     ):
@@ -162,8 +162,8 @@ def check_warmup(first: Any, steady: Any) -> Feedback:
 
     if not isinstance(first, float) or first <= 0:
         return not_yet("first must be the seconds of one call, from timing.time_once(...).")
-    if not isinstance(steady, timing.Timing) or steady.count < 5:
-        return not_yet("steady must come from timing.measure(..., repeats=5 or more).")
+    if not isinstance(steady, timing.Timing) or steady.count < 10:
+        return not_yet("steady must come from timing.measure(..., repeats=10).")
     if first <= steady.median:
         return not_yet(
             "the first call was not slower than the steady state. Did you time a "

@@ -1,0 +1,16 @@
+"""Per-notebook support: exercise checks, data generation, experiments that start fresh
+processes, and the ``BENCHMARKS`` each notebook registers. The lesson code itself is in the
+notebooks (and, where something else reuses it, exported to ``helpers.lessons``).
+
+- ``start`` (00): the environment check; ``graphs`` (00, 01): graph tables and exercise checks
+- ``placement`` (02-04): device names and the placement exercises' checks
+- ``memory`` (05): embedded constants and retracing, behind a memory guard
+- ``cifar``, ``tfrecords`` (06): verified CIFAR-10 download, TFRecord shards, readers
+- ``pipelines`` (07): input pipelines, throughput bounds, utilisation sampling
+- ``fused`` (08): fused batch norm, XLA, data formats, ``decode_and_crop_jpeg``
+- ``rnn`` (09): Keras 3's LSTM paths, GRU, ``BlockLSTMV2``, unrolling
+- ``cputune`` (08, 10): workloads timed in fresh processes per thread/oneDNN/allocator setting
+- ``quant`` (11): TFLite conversion modes run with LiteRT
+- ``distribute`` (12): strategies over logical devices and local ``TF_CONFIG`` clusters
+- ``profiling``, ``capstone`` (13): XPlane traces as tables, the naive-to-tuned job
+"""

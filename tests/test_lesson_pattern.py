@@ -1,0 +1,142 @@
+"""The lesson-in-cells pattern (CONTRIBUTING.md), checked on the saved notebooks that follow it.
+
+For each notebook in ``TAUGHT``: every call it teaches appears in a visible, executed code cell
+that is not an exercise's solution; its Summary ends in an executed idiom cell; and each helpers
+module it imports is at most 300 lines. Notebooks 05-13 join ``TAUGHT`` as their issues bring
+them into the pattern.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_LINES = 300
+
+#: Per notebook: the calls it teaches, each of which must be in a visible, executed,
+#: non-solution code cell.
+TAUGHT: dict[str, list[str]] = {
+    "00_start_here.ipynb": [
+        "tf.function(", "%timeit", ".numpy()", "time.perf_counter()", "statistics.median(",
+        "tf.compat.v1.placeholder(", "tf.compat.v1.Session(", "feed_dict=",
+    ],
+    "01_look_inside_graphs.ipynb": [
+        "tf.Graph()", "g.as_default()", "tf.compat.v1.placeholder(", "tf.Variable(",
+        "get_operations()", "tf.compat.v1.global_variables_initializer()", "sess.run(",
+        "get_concrete_function(", "tf.TensorSpec(", "GradientDescentOptimizer(", ".minimize(",
+        "tf.GradientTape()", "tape.gradient(", "apply_gradients(",
+    ],
+    "02_find_where_ops_run.ipynb": [
+        "tf.debugging.set_log_device_placement(True)", "tf.config.set_logical_device_configuration(",
+        "tf.config.LogicalDeviceConfiguration()", "with tf.device(", ".device",
+        "tf.io.decode_jpeg(", "ConfigProto(log_device_placement=True", "device_count=",
+    ],
+    "03_choose_soft_placement.ipynb": [
+        "tf.config.get_soft_device_placement()", "tf.config.set_soft_device_placement(False)",
+        "ConfigProto(allow_soft_placement=False)", "ConfigProto(allow_soft_placement=True",
+        'with tf.device("/GPU:2")',
+    ],
+    "04_split_work_into_towers.ipynb": [
+        "tf.split(", "with tf.device(", "tf.add_n(", "tf.distribute.MirroredStrategy(",
+        "strategy.experimental_distribute_dataset(", "strategy.run(", "strategy.reduce(",
+        "tf.distribute.ReduceOp.SUM", "ConfigProto(device_count=",
+    ],
+}
+
+
+def cells(name: str) -> list[dict]:
+    return json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+
+
+def text(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def lesson_cells(name: str) -> list[dict]:
+    """Visible, executed code cells that are not exercise solutions."""
+    return [
+        c for c in cells(name)
+        if c["cell_type"] == "code"
+        and not c.get("metadata", {}).get("jupyter", {}).get("source_hidden")
+        and not text(c).lstrip().startswith("# Solution")
+        and c.get("execution_count") is not None
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(TAUGHT))
+def test_every_taught_call_is_in_a_visible_executed_cell(name):
+    visible = "\n".join(text(c) for c in lesson_cells(name))
+    missing = [call for call in TAUGHT[name] if call not in visible]
+    assert not missing, f"{name}: taught but in no visible, executed, non-solution cell: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(TAUGHT))
+def test_summary_ends_in_an_executed_idiom_cell(name):
+    nb = cells(name)
+    summary = [i for i, c in enumerate(nb) if c["cell_type"] == "markdown" and text(c).startswith("## Summary")]
+    assert len(summary) == 1, f"{name}: expected one '## Summary' heading"
+    after = [c for c in nb[summary[0] + 1:] if c["cell_type"] == "code"]
+    assert after, f"{name}: the Summary has no code cell: its idiom must run"
+    idiom = after[-1]
+    assert idiom in lesson_cells(name), f"{name}: the Summary's idiom cell is hidden, a solution or not executed"
+    assert not any(o.get("output_type") == "error" for o in idiom.get("outputs", []))
+
+
+def imported_helpers(name: str) -> set[str]:
+    modules = set()
+    for cell in cells(name):
+        if cell["cell_type"] != "code":
+            continue
+        for match in re.finditer(r"^from (helpers(?:\.\w+)*) import ([\w, ]+)", text(cell), re.M):
+            package, names = match[1], [n.strip().split(" as ")[0] for n in match[2].split(",")]
+            for item in names:
+                candidate = f"{package}.{item}"
+                try:
+                    is_module = importlib.util.find_spec(candidate) is not None
+                except (ModuleNotFoundError, AttributeError):  # a function, not a module
+                    is_module = False
+                modules.add(candidate if is_module else package)
+    return modules
+
+
+@pytest.mark.parametrize("name", sorted(TAUGHT))
+def test_modules_the_notebook_uses_are_small(name):
+    modules = imported_helpers(name)
+    assert modules, f"{name}: imports no helpers module?"
+    for module in sorted(modules):
+        origin = Path(importlib.util.find_spec(module).origin)
+        lines = len(origin.read_text(encoding="utf-8").splitlines())
+        assert lines <= MAX_LINES, f"{module} ({origin.name}) has {lines} lines; at most {MAX_LINES}"
+
+
+def test_plumbing_and_topics_are_apart():
+    plumbing = {p.stem for p in (ROOT / "helpers").glob("*.py")} - {"__init__"}
+    topics = {p.stem for p in (ROOT / "helpers" / "topics").glob("*.py")} - {"__init__"}
+    assert topics and plumbing and not plumbing & topics
+
+
+def feedback_text(cell: dict) -> str:
+    for output in cell.get("outputs", []):
+        plain = output.get("data", {}).get("text/plain")
+        if plain:
+            return "".join(plain) if isinstance(plain, list) else plain
+    return ""
+
+
+@pytest.mark.parametrize("name", sorted(TAUGHT))
+def test_each_exercise_stub_fails_and_each_solution_passes(name):
+    """In the saved run (full scale); nbval compares the same verdicts at small scale, since
+    these cells carry NBVAL_CHECK_OUTPUT and the sanitize file keeps only the verdict."""
+    checks = [c for c in cells(name) if c["cell_type"] == "code" and re.search(r"\bcheck_\w+\(", text(c))]
+    assert checks, f"{name}: no exercise checks"
+    for cell in checks:
+        solution = text(cell).lstrip().startswith("# Solution")
+        assert "NBVAL_CHECK_OUTPUT" in text(cell), f"{name}: a check cell without NBVAL_CHECK_OUTPUT"
+        want = "Correct:" if solution else "Not yet:"
+        assert feedback_text(cell).startswith(want), f"{name}: {'solution' if solution else 'stub'} shows {feedback_text(cell)!r}"
