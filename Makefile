@@ -10,17 +10,25 @@ STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 # As root (containers, CI) Jupyter refuses to start without --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
-# pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file.
-NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+# pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file,
+# and every passing cell run a second time in the same kernel (conftest.py).
+NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-rerun
+# Two workers (one per core on the reference machine). --dist loadfile keeps each file on one
+# worker: a notebook's cells run in order in one kernel, and the browser tests share one
+# JupyterLab while the other worker runs the notebooks under nbval and the unit tests.
+JOBS   ?= 2
+PARALLEL := -n $(JOBS) --dist loadfile
 NB     ?= notebooks/*.ipynb
 # The browser tests drive Debian's Chromium (no browser download).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: help install browser lab test lint unit e2e nbval bench execute export clean
+.PHONY: help install browser lab test quick check lint unit e2e nbval bench execute export clean
 
 help:
 	@echo "make lab      open the workbook in JupyterLab (installs first)"
-	@echo "make test     lint, unit tests and every notebook under nbval (small scale)"
+	@echo "make test     lint, unit tests, every notebook under nbval (each cell run twice) and in JupyterLab"
+	@echo "make quick    lint and the unit tests, without the notebooks (the inner loop)"
+	@echo "make check NB=notebooks/NN_name.ipynb   one notebook: nbval, rerun and JupyterLab"
 	@echo "make bench    run every registered comparison at full size (ARGS='--quick' for small)"
 	@echo "make execute  re-run notebooks in fresh kernels at full size and save them (NB=...)"
 	@echo "make export   copy the notebooks' #| export cells into helpers/lessons/"
@@ -75,7 +83,20 @@ nbval: $(TSTAMP)
 
 # The one test command (README, CI): lint, then unit, browser and notebook tests in one run.
 test: lint browser
-	WORKBOOK_SCALE=small WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(NBVAL) --durations=15 tests notebooks
+	WORKBOOK_SCALE=small WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PARALLEL) $(NBVAL) --durations=15 tests notebooks
+
+# The inner loop: lint, then the unit tests (no notebook runs, no browser) on both cores.
+quick: lint
+	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(PARALLEL) --durations=5 tests \
+		--ignore=tests/browser --ignore=tests/test_notebook_gates.py
+
+# One notebook fully: nbval with every cell run twice, and its JupyterLab run with every widget
+# clicked, side by side on both cores. NB names one notebook.
+check: $(TSTAMP) browser
+	@case "$(NB)" in *'*'*|*' '*|'') echo "make check needs one notebook: make check NB=notebooks/00_start_here.ipynb"; exit 2;; esac
+	@test -f "$(NB)" || { echo "no such notebook: $(NB)"; exit 2; }
+	WORKBOOK_SCALE=small WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PARALLEL) $(NBVAL) \
+		$(NB) tests/browser/test_jupyterlab.py -k "$(basename $(notdir $(NB))) or Cell"
 
 bench: $(STAMP)
 	$(BIN)/python -m helpers.bench $(ARGS)

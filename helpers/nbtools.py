@@ -167,32 +167,6 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
     return seconds
 
 
-def rerun_failures(path: Path, timeout: int = 600, kernel_name: str = "python3") -> list[str]:
-    """Run a notebook top to bottom in one kernel, running each code cell twice in a row, as a
-    learner who reruns a cell does; return the cells whose second run raised unexpectedly.
-    Nothing is saved."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(path, as_version=4)
-    mark_expected_errors(nb)
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name=kernel_name, allow_errors=True,
-        resources={"metadata": {"path": str(Path(path).parent.resolve())}},
-    )
-    failures: list[str] = []
-    with client.setup_kernel(stderr=subprocess.DEVNULL):
-        for index, cell in enumerate(nb.cells):
-            client.execute_cell(cell, index)
-            if cell.cell_type != "code" or expects_error(cell):
-                continue
-            client.execute_cell(cell, index)
-            for output in cell.outputs:
-                if output.get("output_type") == "error":
-                    failures.append(f"cell {index}: {output.get('ename')}: {output.get('evalue', '')[:200]}")
-    return failures
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; see the module docstring."""
     parser = argparse.ArgumentParser(prog="python -m helpers.nbtools")

@@ -123,14 +123,3 @@ def test_execute_scrubs_expected_error_tracebacks(tmp_path):
     traceback = "\n".join(saved.cells[1].outputs[0]["traceback"])
     assert ".../site-packages/nbformat/" in traceback
     assert nbtools.problems(saved) == []
-
-
-def test_rerun_failures_finds_cells_that_break_on_a_second_run(tmp_path):
-    path = tmp_path / "rerun.ipynb"
-    nbformat.write(notebook(
-        new_code_cell("a = 1"),
-        new_code_cell("del a"),  # fine once, NameError the second time
-        new_code_cell("# NBVAL_RAISES_EXCEPTION\n1 / 0"),  # expected to raise: not a failure
-    ), path)
-    failures = nbtools.rerun_failures(path, timeout=60)
-    assert len(failures) == 1 and failures[0].startswith("cell 2: NameError")

@@ -25,6 +25,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The notebooks under test: the workbook's, or another folder's (tests/test_notebook_gates.py
+#: points this at a deliberately broken notebook to show that the browser test fails on it).
+NOTEBOOK_DIR = Path(os.environ.get("WORKBOOK_NOTEBOOK_DIR", ROOT / "notebooks"))
 CHROMIUM = Path(os.environ.get("WORKBOOK_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -144,7 +147,7 @@ def lab(browser_ready, tmp_path_factory) -> Iterator[Lab]:
     """A JupyterLab server serving a copy of the workbook's notebooks and data."""
     base = tmp_path_factory.mktemp("lab")
     root = base / "workbook"
-    shutil.copytree(ROOT / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copytree(NOTEBOOK_DIR, root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     shutil.copytree(ROOT / "data", root / "data", ignore=shutil.ignore_patterns("results", "generated"))
     settings = base / "settings"
     write_settings(settings)

@@ -1,0 +1,83 @@
+"""The three gates every notebook passes in `make test`, each shown to fail on a broken notebook:
+nbval (a cell raises), the rerun of every cell in the same kernel (`--nbval-rerun`, a cell that
+fails only when run twice), and JupyterLab in a real browser (a cell raises). Each runs pytest
+in a fresh process on notebooks written to a temporary folder, with the repository's own hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
+
+
+def write_notebook(folder: Path, name: str, *sources: str) -> Path:
+    cells = [
+        {"cell_type": "code", "id": f"c{i}", "metadata": {}, "source": s, "outputs": [], "execution_count": None}
+        for i, s in enumerate(sources)
+    ]
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    path = folder / name
+    path.write_text(json.dumps({"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def run_pytest(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+    shutil.copy(ROOT / "conftest.py", folder / "conftest.py")  # the repository's hooks, as in make test
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        capture_output=True, text=True, timeout=300, cwd=folder, env=env,
+    )
+
+
+def test_nbval_fails_on_a_cell_that_raises(tmp_path):
+    write_notebook(tmp_path, "98_broken.ipynb", "x = 1", "1 / 0")
+    result = run_pytest(tmp_path, *NBVAL, "--nbval-rerun", "98_broken.ipynb")
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "1 failed, 1 passed" in result.stdout
+
+
+def test_rerun_fails_on_a_cell_that_breaks_when_run_twice(tmp_path):
+    write_notebook(tmp_path, "97_once.ipynb", "x = 1", "assert 'ran' not in globals()\nran = True")
+    without = run_pytest(tmp_path, *NBVAL, "97_once.ipynb")
+    assert without.returncode == 0, without.stdout[-2000:]
+    with_rerun = run_pytest(tmp_path, *NBVAL, "--nbval-rerun", "97_once.ipynb")
+    assert with_rerun.returncode == 1, with_rerun.stdout[-2000:]
+    assert "1 failed, 1 passed" in with_rerun.stdout and "the second run of Cell 1 failed" in with_rerun.stdout
+
+
+def test_rerun_passes_a_notebook_that_can_be_rerun_and_skips_expected_errors(tmp_path):
+    write_notebook(tmp_path, "96_fine.ipynb", "x = 1", "# NBVAL_RAISES_EXCEPTION\n1 / 0", "# NBVAL_CHECK_OUTPUT\nprint(x + 1)")
+    nb = json.loads((tmp_path / "96_fine.ipynb").read_text())
+    nb["cells"][2].update(execution_count=1, outputs=[{"output_type": "stream", "name": "stdout", "text": "2\n"}])
+    (tmp_path / "96_fine.ipynb").write_text(json.dumps(nb))
+    result = run_pytest(tmp_path, *NBVAL, "--nbval-rerun", "96_fine.ipynb")
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "3 passed" in result.stdout
+
+
+def test_browser_test_fails_on_a_cell_that_raises(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from browser.conftest import missing_browser
+    finally:
+        sys.path.pop(0)
+    if missing_browser() and os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
+        pytest.skip(f"no browser here: {missing_browser()}")
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    write_notebook(notebooks, "99_broken.ipynb", "x = 1", "raise RuntimeError('broken on purpose')")
+    env = {**os.environ, "WORKBOOK_NOTEBOOK_DIR": str(notebooks)}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/browser/test_jupyterlab.py"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, env=env,
+    )
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "1 failed" in result.stdout and "broken on purpose" in result.stdout
