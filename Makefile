@@ -13,11 +13,11 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file,
 # and every passing cell run a second time in the same kernel (conftest.py).
 NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-rerun
-# Two workers (one per core on the reference machine). --dist loadfile keeps each file on one
-# worker: a notebook's cells run in order in one kernel, and the browser tests share one
-# JupyterLab while the other worker runs the notebooks under nbval and the unit tests.
+# Two workers (one per core on the reference machine). --dist loadscope keeps each notebook's
+# cells on one worker, in order, in one kernel; the browser tests come in two classes, one per
+# worker, each with its own JupyterLab.
 JOBS   ?= 2
-PARALLEL := -n $(JOBS) --dist loadfile
+PARALLEL := -n $(JOBS) --dist loadscope
 NB     ?= notebooks/*.ipynb
 # The browser tests drive Debian's Chromium (no browser download).
 CHROMIUM ?= /usr/bin/chromium

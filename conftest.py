@@ -18,7 +18,7 @@ from collections import defaultdict
 import pytest
 
 RERUN_KEY = "nbval_rerun_s"
-BROWSER_TEST = re.compile(r"tests/browser/test_jupyterlab\.py::\w+\[(?P<name>[\w.-]+\.ipynb)\]")
+BROWSER_TEST = re.compile(r"tests/browser/test_jupyterlab\.py::.*\[(?P<name>[\w.-]+\.ipynb)\]")
 
 
 def pytest_addoption(parser) -> None:

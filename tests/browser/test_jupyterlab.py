@@ -61,8 +61,9 @@ def save(page) -> None:
     )
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_in_jupyterlab_and_widgets_draw(lab, page, name):
+def run_and_click(lab, page, name: str) -> None:
+    """Run all of the notebook in JupyterLab, save it, check every cell ran without an unexpected
+    error, then click every widget's Run button and wait for its plot and verdict."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.goto(lab.notebook_url(name))
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
@@ -97,3 +98,17 @@ def test_notebook_runs_in_jupyterlab_and_widgets_draw(lab, page, name):
         assert verdict.inner_text().strip(), "the widget printed an empty verdict"
         assert not box.locator('.widget-output [data-mime-type="application/vnd.jupyter.stderr"]').count()
         box.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}_widget{k}.png"))
+
+
+# Two classes, so that `--dist loadscope` gives each pytest-xdist worker half of the notebooks
+# (and its own JupyterLab); alternate notebooks, so that the slow ones are shared out.
+class TestEvenNotebooks:
+    @pytest.mark.parametrize("name", NOTEBOOKS[0::2])
+    def test_notebook_runs_in_jupyterlab_and_widgets_draw(self, lab, page, name):
+        run_and_click(lab, page, name)
+
+
+class TestOddNotebooks:
+    @pytest.mark.parametrize("name", NOTEBOOKS[1::2])
+    def test_notebook_runs_in_jupyterlab_and_widgets_draw(self, lab, page, name):
+        run_and_click(lab, page, name)
