@@ -146,3 +146,15 @@ def test_exactly_one_way_to_measure():
                          baseline="a", variant="b")
     with pytest.raises(ValueError, match="did not return"):
         bench.Comparison(id="fake.wrong", title="t", measure=_measured, baseline="a", variant="c").run()
+
+
+def test_comparison_resolves_references_and_refuses_bad_ones():
+    from helpers.comparison import resolve
+
+    assert resolve(fake_variants) is fake_variants
+    assert resolve("helpers.timing:format_seconds").__name__ == "format_seconds"
+    with pytest.raises(ValueError, match="has no function 'nope'"):
+        resolve("helpers.timing:nope")
+    with pytest.raises(ValueError, match="must look like 'package.module:function'"):
+        bench.Comparison(id="fake.bad_ref", title="x", make_variants="helpers.timing.format_seconds",
+                         baseline="a", variant="b")
