@@ -67,12 +67,20 @@ def pytest_terminal_summary(terminalreporter) -> None:
     rerun: dict[str, float] = defaultdict(float)
     browser: dict[str, float] = defaultdict(float)
     cells: dict[str, int] = defaultdict(int)
+    busy: dict[str, float] = defaultdict(float)  # per xdist worker: setup + call + teardown
+    span: dict[str, list[float]] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             nodeid = getattr(report, "nodeid", "")
+            duration = getattr(report, "duration", 0.0)
+            node = getattr(report, "node", None)
+            worker = getattr(getattr(node, "gateway", None), "id", "main")
+            if hasattr(report, "start") and hasattr(report, "stop"):
+                busy[worker] += duration
+                first_last = span.setdefault(worker, [report.start, report.stop])
+                first_last[0], first_last[1] = min(first_last[0], report.start), max(first_last[1], report.stop)
             if getattr(report, "when", "call") != "call":
                 continue
-            duration = getattr(report, "duration", 0.0)
             if ".ipynb::" in nodeid:
                 name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
                 again = sum(v for k, v in getattr(report, "user_properties", []) if k == RERUN_KEY)
@@ -95,3 +103,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
         f"{sum(first.values()):7.1f} {sum(rerun.values()):7.1f} {sum(browser.values()):8.1f} "
         f"{sum(first.values()) + sum(rerun.values()) + sum(browser.values()):7.1f}  {sum(cells.values()):5d}  in all"
     )
+    for worker in sorted(span):
+        first_start, last_stop = span[worker]
+        terminalreporter.write_line(
+            f"worker {worker}: busy {busy[worker]:.0f} s of {last_stop - first_start:.0f} s "
+            f"(first test start to last test end)"
+        )
