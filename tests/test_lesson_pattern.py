@@ -46,6 +46,15 @@ TAUGHT: dict[str, list[str]] = {
         "strategy.experimental_distribute_dataset(", "strategy.run(", "strategy.reduce(",
         "tf.distribute.ReduceOp.SUM", "ConfigProto(device_count=",
     ],
+    # 05: issue 15 (notebook 05 joins here)
+    "06_pack_files_into_shards.ipynb": [
+        "tf.train.Example(", "tf.train.BytesList(", "tf.train.Int64List(", ".SerializeToString()",
+        "tf.io.TFRecordWriter(", "tf.io.TFRecordOptions(", "tf.io.FixedLenFeature(", "tf.io.parse_example(",
+        "tf.io.parse_single_example(", "tf.data.TFRecordDataset(", ".interleave(", "tf.io.decode_raw(",
+        "tf.io.decode_png(", "tf.io.read_file(", ".cache()", "tf.io.gfile.glob(", "tf.io.gfile.exists(",
+        "tf.compat.v1.python_io.TFRecordWriter(", "tf.compat.v1.gfile.Glob(", 'pickle.load(handle, encoding="bytes")',
+    ],
+    # 07: issue 15 (notebook 07 joins here)
 }
 
 

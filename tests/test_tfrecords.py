@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.topics import cifar, tfrecords
+from helpers.lessons import pack_files_into_shards as lesson
+from helpers.topics import cifar, shard_reading, tfrecords
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +109,7 @@ def test_wrong_source_is_named(tmp_path, data):
 
 
 def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypatch):
-    real, calls = tfrecords.example, []
+    real, calls = lesson.make_example, []
 
     def flaky(*args, **kwargs):
         calls.append(1)
@@ -116,11 +117,11 @@ def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypa
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tfrecords, "example", flaky)
+    monkeypatch.setattr(lesson, "make_example", flaky)
     with pytest.raises(KeyboardInterrupt):
         convert(data, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "train-00000-of-00003.tfrecord"]
-    monkeypatch.setattr(tfrecords, "example", real)
+    monkeypatch.setattr(lesson, "make_example", real)
     convert(data, tmp_path)
     assert tfrecords.verify(tmp_path, *data, "train", progress=False)["shards"] == 3
 
@@ -159,11 +160,79 @@ def test_killed_conversion_leaves_only_complete_shards(tmp_path):
 
 def test_readers_agree(tmp_path):
     images, labels = cifar.synthetic_images(64, seed=4)
-    built = tfrecords.readers(tmp_path, images, labels, cifar.CLASSES)
-    assert list(built) == list(tfrecords.READERS)
-    assert {name: read() for name, read in built.items()} == dict.fromkeys(tfrecords.READERS, 64)
-    files = tfrecords.write_image_files(images, labels, tmp_path / "files", cifar.CLASSES)
-    first = next(iter(tfrecords.read_files(files, cifar.CLASSES, batch=64)))
-    order = [int(Path(p).stem) for p in files]
+    inputs = shard_reading.reader_inputs(tmp_path, images, labels, cifar.CLASSES)
+    built = lesson.reader_variants(inputs, images, labels, cifar.CLASSES)
+    assert list(built) == list(shard_reading.READERS)
+    assert {name: read() for name, read in built.items()} == dict.fromkeys(shard_reading.READERS, 64)
+    first = next(iter(lesson.read_files(inputs["files"], cifar.CLASSES, batch=64)))
+    order = [int(Path(p).stem) for p in inputs["files"]]
     np.testing.assert_array_equal(first[1].numpy(), labels[order])
     np.testing.assert_array_equal(first[0].numpy(), images[order])
+
+
+def test_widget_variants_pair_png_files_with_the_chosen_reader(tmp_path):
+    built = shard_reading.files_vs_reader("1 shard, batched parse", n=32, workdir=tmp_path)
+    assert list(built) == ["PNG files", "1 shard, batched parse"]
+    assert [read() for read in built.values()] == [32, 32]
+    with pytest.raises(ValueError, match="reader must be one of"):
+        shard_reading.files_vs_reader("PNG files", n=32, workdir=tmp_path)
+
+
+def test_make_example_refuses_an_unknown_encoding(data):
+    with pytest.raises(ValueError, match="encoding must be"):
+        lesson.make_example(data[0][0], data[1][0], "jpeg2000")
+
+
+# --- The exercise: two GZIP shards written in this run ------------------------------------------
+
+def solve(out, images, labels, gzip=True, parts=2):
+    for index, part in enumerate(np.array_split(np.arange(len(images)), parts)):
+        lesson.write_shard(out / f"v-{index}-of-{parts}.tfrecord.gz", images[part], labels[part], gzip=gzip)
+
+
+def test_the_stub_fails_even_when_an_earlier_run_left_correct_shards(tmp_path, data):
+    images, labels = data
+    out = tfrecords.fresh_dir(tmp_path / "exercise")
+    solve(out, images, labels)
+    assert tfrecords.check_two_gzip_shards(out, images, labels)  # an earlier, solved run
+    out = tfrecords.fresh_dir(tmp_path / "exercise")  # the stub cell runs again, writes nothing
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert not feedback and repr(feedback).startswith("Not yet: 0 TFRecord files")
+
+
+@pytest.mark.parametrize("n", [7, 120, 250])  # odd, the unit-test size, the validation split's size
+def test_the_solution_passes_at_every_size(tmp_path, n):
+    images, labels = cifar.synthetic_images(n, seed=5)
+    out = tfrecords.fresh_dir(tmp_path / "exercise")
+    solve(out, images, labels)
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert feedback and repr(feedback) == f"Correct: {n} records in 2 GZIP shards, read back in order."
+
+
+def test_wrong_answers_are_named(tmp_path, data):
+    images, labels = data
+    cases = {
+        "not GZIP": (dict(gzip=False), "does not read back as GZIP"),
+        "three shards": (dict(parts=3), "3 TFRecord files"),
+    }
+    for name, (kwargs, message) in cases.items():
+        out = tfrecords.fresh_dir(tmp_path / name)
+        solve(out, images, labels, **kwargs)
+        feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+        assert not feedback and message in repr(feedback), (name, feedback)
+    out = tfrecords.fresh_dir(tmp_path / "swapped")
+    lesson.write_shard(out / "a.tfrecord.gz", images[60:], labels[60:], gzip=True)
+    lesson.write_shard(out / "b.tfrecord.gz", images[:60], labels[:60], gzip=True)
+    assert "record 0 is not image 0" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
+    out = tfrecords.fresh_dir(tmp_path / "short")
+    solve(out, images[:100], labels[:100])
+    assert "hold 100 records; the split has 120" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
+
+
+def test_fresh_dir_removes_only_tfrecord_files(tmp_path):
+    (tmp_path / "keep.txt").write_text("notes")
+    (tmp_path / "old.tfrecord.gz").write_bytes(b"x")
+    assert tfrecords.fresh_dir(tmp_path) == tmp_path
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    with pytest.raises(ValueError, match="is a file"):
+        tfrecords.fresh_dir(tmp_path / "keep.txt")
