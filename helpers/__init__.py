@@ -5,7 +5,8 @@ in three layers:
 
 - plumbing, here: ``timing`` (honest timing), ``widgets`` (live comparisons and static figures),
   ``env`` (machine report, the scale knob), ``fdlog`` (C++ output captured at the
-  file-descriptor level, placement logs as tables), ``procs`` (fresh child processes with
+  file-descriptor level, placement logs as tables), ``rss`` (resident memory now, at its
+  highest, and the peak inside a block), ``procs`` (fresh child processes with
   timeouts), ``cluster`` (local ``TF_CONFIG`` clusters), ``comparison`` and ``bench`` (the
   benchmark registry's entries and its runner), ``export`` (one source for lesson code),
   ``nbtools`` (execute and check notebooks), ``checks``, ``exercises``, ``fileio``;

@@ -46,7 +46,12 @@ TAUGHT: dict[str, list[str]] = {
         "strategy.experimental_distribute_dataset(", "strategy.run(", "strategy.reduce(",
         "tf.distribute.ReduceOp.SUM", "ConfigProto(device_count=",
     ],
-    # 05: issue 15 (notebook 05 joins here)
+    "05_keep_arrays_out_of_graphs.ipynb": [
+        "tf.Graph()", "tf.compat.v1.placeholder(", "tf.convert_to_tensor(", ".as_graph_def()", ".ByteSize()",
+        "g.finalize()", "@tf.function", "get_concrete_function(", "tf.data.Dataset.from_tensor_slices(",
+        "reduce_retracing=True", "input_signature=[tf.TensorSpec(", ".experimental_get_tracing_count()",
+        "EMBEDDING_CHILD", "tf.compat.v1.Session(",
+    ],
     "06_pack_files_into_shards.ipynb": [
         "tf.train.Example(", "tf.train.BytesList(", "tf.train.Int64List(", ".SerializeToString()",
         "tf.io.TFRecordWriter(", "tf.io.TFRecordOptions(", "tf.io.FixedLenFeature(", "tf.io.parse_example(",

@@ -1,5 +1,6 @@
-"""Unit tests for helpers.topics.memory: the guard, the estimates, the measured pitfalls, the checks.
-Sizes stay at 1 MiB so the suite stays light."""
+"""Unit tests for helpers.topics.memory and helpers.topics.retracing (notebook 05's plumbing) and
+for the lesson code they run, exported from the notebook: the guard, the estimates, the measured
+tables, the child program, the checks. Sizes stay at 1 MiB so the suite stays light."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from helpers.topics import memory
+from helpers import rss
+from helpers.lessons import keep_arrays_out_of_graphs as lesson
+from helpers.topics import memory, retracing
 
 
 def test_guard_refuses_with_the_numbers():
@@ -23,7 +26,7 @@ def test_every_demo_is_guarded(monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: 8 * memory.MIB)
     array = memory.make_array(1)
     for call in (
-        lambda: memory.tf1_graph(array, 10),
+        lambda: memory.tf1_table(array, 10),
         lambda: memory.tf2_table(array),
         lambda: memory.dataset_table(array),
         lambda: memory.embedding_experiment(mib=1, n_ops=20),
@@ -50,46 +53,60 @@ def test_make_array_is_seeded_float32():
 
 def test_tf1_graph_counts_copies():
     array = memory.make_array(0.25)
-    none = memory.graph_stats(memory.tf1_graph(array, 4, "none"))
-    once = memory.graph_stats(memory.tf1_graph(array, 4, "convert_once"))
-    feed = memory.graph_stats(memory.tf1_graph(array, 4, "placeholder"))
+    none = memory.graph_stats(lesson.tf1_graph(array, 4, "none"))
+    once = memory.graph_stats(lesson.tf1_graph(array, 4, "convert_once"))
+    feed = memory.graph_stats(lesson.tf1_graph(array, 4, "placeholder"))
     assert none["graph_bytes"] > 4 * array.nbytes > once["graph_bytes"] > array.nbytes > feed["graph_bytes"]
     assert none["nodes"] == 1 + 2 * 4 and once["nodes"] == feed["nodes"] == 2 + 4
-    with pytest.raises(ValueError, match="fix must be one of"):
-        memory.tf1_graph(array, 4, "cache")
+    with pytest.raises(ValueError, match="fix must be"):
+        lesson.tf1_graph(array, 4, "cache")
     with pytest.raises(ValueError, match="n_ops"):
-        memory.tf1_graph(array, 0)
+        memory.tf1_table(array, 0)
 
 
-def test_function_graph_bytes():
-    sizes = memory.function_graph_bytes(memory.make_array(1))
-    assert sizes["embedded constant"] > memory.MIB
-    assert sizes["tensor argument"] < 4096 and sizes["captured tensor"] < 4096
+def test_tf1_table_smallest_first():
+    table = memory.tf1_table(memory.make_array(0.25), n_ops=4)
+    assert list(table.index) == ["placeholder", "convert_once", "none"]
+    assert list(table["nodes"]) == [6, 6, 9] and table["graph_mib"].is_monotonic_increasing
+    assert (table["rss_rise_mib"] >= 0).all()
+
+
+def test_three_functions_graph_bytes_and_tf2_table():
+    import tensorflow as tf
+
+    array = memory.make_array(1)
+    tensor, x = tf.constant(array), tf.zeros(array.shape)
+    embedded, argument, captured = lesson.three_functions(array, tensor)
+    sizes = [f.get_concrete_function(*args).graph.as_graph_def().ByteSize()
+             for f, args in ((embedded, (x,)), (argument, (x, tensor)), (captured, (x,)))]
+    assert sizes[0] > memory.MIB and max(sizes[1:]) < 4096
+    assert float(embedded(x)) == pytest.approx(float(argument(x, tensor))) == pytest.approx(float(captured(x)))
+    table = memory.tf2_table(array)
+    assert list(table.index) == ["embedded constant", "tensor argument", "captured tensor"]
+    assert table.loc["embedded constant", "graph_mib"] >= 1 and table.loc["tensor argument", "graph_mib"] < 0.01
 
 
 def test_dataset_forms_compute_the_same_sum():
     array = memory.make_array(0.1)
-    inside = memory.dataset_in_function(array)()
-    eager = memory.dataset_built_eagerly(array)()
+    inside = lesson.dataset_inside(array)()
+    eager = lesson.dataset_outside(array)()
     assert float(inside) == pytest.approx(float(eager), rel=1e-5)
     assert float(eager) == pytest.approx(float(array.sum(dtype=np.float64)), rel=1e-4)
+    table = memory.dataset_table(array)
+    assert table.loc["inside tf.function", "graph_mib"] > 0.09 > table.loc["built eagerly", "graph_mib"]
 
 
-def test_trace_counts():
-    counts = memory.trace_counts()["traces"].to_dict()
-    assert counts == {
-        "Python ints 0..9": 10,
-        "tensors 0..9": 1,
-        "shapes [1]..[5]": 5,
-        "shapes [1]..[5], reduce_retracing=True": 2,
-        "shapes [1]..[5], input_signature [None]": 1,
-    }
+def test_scalar_vs_tensor_retraces_only_for_python_ints():
+    variants = lesson.scalar_vs_tensor()
+    with retracing.captured_tf_warnings():
+        results = [int(variants["Python scalar"]()) for _ in range(3)] + [int(variants["tensor"]()) for _ in range(3)]
+    assert results == [1, 3, 5, 7, 9, 11]
 
 
 def test_captured_warnings_collects_the_retracing_warning():
     import tensorflow as tf
 
-    with memory.captured_tf_warnings() as caught:
+    with retracing.captured_tf_warnings() as caught:
         f = tf.function(lambda v: v + 1)
         for i in range(6):
             f(i)
@@ -98,7 +115,7 @@ def test_captured_warnings_collects_the_retracing_warning():
 
 
 def test_peak_rss_sees_an_allocation():
-    with memory.PeakRSS() as peak:
+    with rss.PeakRSS() as peak:
         block = np.ones(64 * memory.MIB // 8)
         block.sum()
     del block
@@ -107,17 +124,18 @@ def test_peak_rss_sees_an_allocation():
 
 def test_the_2gb_demo_allocates_nothing():
     code = textwrap.dedent("""
+        import tensorflow as tf
+        from helpers import rss
         from helpers.topics import memory
-        before = memory.max_rss_mib()
+        before = rss.max_rss_mib()
         view = memory.over_2gb_view()
-        for attempt in (lambda: memory.embed_in_function(view),):
-            try:
-                attempt()
-            except ValueError as exc:
-                assert "larger than 2GB" in str(exc)
-            else:
-                raise SystemExit("no error")
-        print(round(memory.max_rss_mib() - before))
+        try:
+            tf.function(lambda: tf.reduce_sum(tf.convert_to_tensor(view))).get_concrete_function()
+        except ValueError as exc:
+            assert "larger than 2GB" in str(exc)
+        else:
+            raise SystemExit("no error")
+        print(round(rss.max_rss_mib() - before))
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -132,23 +150,37 @@ def test_experiment_table_and_summary():
     assert memory.embedding_figure(table, "t").axes[0].get_title() == "t"
 
 
+def test_the_child_program_runs_from_a_terminal(tmp_path):
+    program = tmp_path / "embedding_child.py"
+    program.write_text(lesson.EMBEDDING_CHILD)
+    result = subprocess.run([sys.executable, str(program), "0.25", "2", "1"], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    from helpers import procs
+
+    rows = procs.parse_rows(result.stdout)
+    assert [r["ops"] for r in rows] == [1, 2] and rows[1]["graph_mib"] > rows[0]["graph_mib"]
+
+
 def test_check_graph_is_small():
     import tensorflow as tf
 
     array = memory.make_array(1)
-    assert memory.check_graph_is_small(memory.tf1_graph(array, 10, "convert_once"))
-    assert "still copied" in repr(memory.check_graph_is_small(memory.tf1_graph(array, 10, "none")))
+    assert memory.check_graph_is_small(lesson.tf1_graph(array, 10, "convert_once"))  # the solution
+    assert memory.check_graph_is_small(lesson.tf1_graph(array, 10, "placeholder"))
+    assert "still copied" in repr(memory.check_graph_is_small(lesson.tf1_graph(array, 10, "none")))  # `leaky`
     assert "10 add ops" not in repr(memory.check_graph_is_small(tf.Graph()))
-    assert "must be a tf.Graph" in repr(memory.check_graph_is_small(None))
+    assert "must be a tf.Graph" in repr(memory.check_graph_is_small(None))  # the stub
 
 
 def test_check_no_retracing():
     import tensorflow as tf
 
     good = tf.function(lambda v: v * 3.0, input_signature=[tf.TensorSpec([None], tf.float32)])
-    assert memory.check_no_retracing(good)
-    assert "traced 8 times" in repr(memory.check_no_retracing(tf.function(lambda v: v * 3.0)))
-    assert "must be a tf.function" in repr(memory.check_no_retracing(lambda v: v))
+    assert retracing.check_no_retracing(good)
+    assert "traced 8 times" in repr(retracing.check_no_retracing(tf.function(lambda v: v * 3.0)))
+    assert "must be a tf.function" in repr(retracing.check_no_retracing(lambda v: v))  # the stub
+    assert retracing.check_no_retracing(tf.function(lambda v: v * 3.0, reduce_retracing=True)).ok is False
 
 
 def test_benchmarks_run_quick():
@@ -181,5 +213,5 @@ def test_experiment_child_failure_is_reported(monkeypatch):
 
 
 def test_retracing_warning_text():
-    text = memory.retracing_warning()
+    text = retracing.retracing_warning()
     assert "triggered tf.function retracing" in text or "warns once per function" in text

@@ -4,7 +4,8 @@ notebooks (and, where something else reuses it, exported to ``helpers.lessons``)
 
 - ``start`` (00): the environment check; ``graphs`` (00, 01): graph tables and exercise checks
 - ``placement`` (02-04): device names and the placement exercises' checks
-- ``memory`` (05): embedded constants and retracing, behind a memory guard
+- ``memory``, ``retracing`` (05): the memory guard and the measured tables of embedded constants;
+  TensorFlow's retracing warning captured, the exercise checks, the bench ids
 - ``cifar``, ``tfrecords``, ``shard_reading`` (06): verified CIFAR-10 download, the shards' manifest and
   verifier, the exercise check, the reading comparison's inputs and bench id
 - ``pipelines`` (07): input pipelines, throughput bounds, utilisation sampling
