@@ -59,7 +59,13 @@ TAUGHT: dict[str, list[str]] = {
         "tf.io.decode_png(", "tf.io.read_file(", ".cache()", "tf.io.gfile.glob(", "tf.io.gfile.exists(",
         "tf.compat.v1.python_io.TFRecordWriter(", "tf.compat.v1.gfile.Glob(", 'pickle.load(handle, encoding="bytes")',
     ],
-    # 07: issue 15 (notebook 07 joins here)
+    "07_tune_input_pipeline.ipynb": [
+        "tf.data.TFRecordDataset(", "tf.io.parse_single_example(", "tf.io.parse_example(", "tf.io.decode_jpeg(",
+        "tf.data.Dataset.from_generator(", "num_parallel_calls=AUTOTUNE", ".interleave(", ".cache()",
+        ".prefetch(AUTOTUNE)", ".shuffle(", ".repeat(", "tf.data.Options()", "options.deterministic = False",
+        "options.autotune.ram_budget", "options.threading.private_threadpool_size", ".with_options(options)",
+        ".snapshot(", ".save(", "tf.data.Dataset.load(", "tf.compat.v1.data.make_one_shot_iterator(",
+    ],
 }
 
 

@@ -8,7 +8,8 @@ notebooks (and, where something else reuses it, exported to ``helpers.lessons``)
   TensorFlow's retracing warning captured, the exercise checks, the bench ids
 - ``cifar``, ``tfrecords``, ``shard_reading`` (06): verified CIFAR-10 download, the shards' manifest and
   verifier, the exercise check, the reading comparison's inputs and bench id
-- ``pipelines`` (07): input pipelines, throughput bounds, utilisation sampling
+- ``pipelines`` (07): the JPEG shards, the training workload, throughput bounds, the switches notebook
+  13 uses, the exercise check, the bench ids
 - ``fused`` (08): fused batch norm, XLA, data formats, ``decode_and_crop_jpeg``
 - ``rnn`` (09): Keras 3's LSTM paths, GRU, ``BlockLSTMV2``, unrolling
 - ``cputune`` (08, 10): workloads timed in fresh processes per thread/oneDNN/allocator setting
