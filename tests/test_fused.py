@@ -59,7 +59,14 @@ def test_benchmarks_registered():
 
 
 def test_keras_batchnorm_runs_unfused_ops():
-    ops = fused.keras_batchnorm_op_types((2, 4, 4, 3))
+    """What notebook 08's section 2 shows: the layer's training call has no fused kernel."""
+    import keras
+    import tensorflow as tf
+
+    layer = keras.layers.BatchNormalization()
+    layer.build((None, 4, 4, 3))
+    graph = tf.function(lambda t: layer(t, training=True)).get_concrete_function(tf.TensorSpec([2, 4, 4, 3])).graph
+    ops = {op.type for op in graph.get_operations()}
     assert {"Mean", "SquaredDifference", "Rsqrt"} <= set(ops)
     assert not any(op.startswith("FusedBatchNorm") for op in ops)
 

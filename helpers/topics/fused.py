@@ -1,4 +1,5 @@
-"""Fused ops, data format and XLA (notebook 08).
+"""Fused ops, data format and XLA (notebook 08): the variants the widgets and the bench time,
+built from the notebook's exported lesson code (``helpers.lessons.fuse_ops_and_pick_layouts``).
 
 Each ``*_variants`` function returns same-result callables for ``timing.compare``; each
 ``*_difference`` function says how far apart their results are, so a speed claim always comes
@@ -7,6 +8,7 @@ with its correctness check.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,51 +26,39 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, int, int, int]:
     return tuple(shape)  # type: ignore[return-value]
 
 
+def lesson() -> Any:
+    """Notebook 08's exported lesson code (imported on use: it imports TensorFlow)."""
+    from helpers.lessons import fuse_ops_and_pick_layouts
+
+    return fuse_ops_and_pick_layouts
+
+
 def batchnorm_variants(
     shape: Sequence[int] = (32, 56, 56, 64), data_format: str = "NHWC", backward: bool = True
 ) -> dict[str, Callable[[], Any]]:
-    """Batch norm over an ``shape`` (NHWC) batch two ways: ``tf.compat.v1.nn.fused_batch_norm``
-    (one fused kernel) and ``tf.nn.moments`` + ``tf.nn.batch_normalization`` (several ops), each a
-    ``tf.function``; with ``backward`` each call also computes the gradients."""
+    """Notebook 08's ``unfused_norm`` and ``fused_norm`` over an ``shape`` (NHWC) batch, each a
+    ``tf.function``; with ``backward`` each call runs the notebook's ``train_step`` (gradients too)."""
     import tensorflow as tf
 
     n, h, w, c = _check_shape(shape)
     if data_format not in FORMATS:
         raise ValueError(f"data_format must be one of {FORMATS}, got {data_format!r}")
+    code = lesson()
     x = tf.random.stateless_normal([n, h, w, c], seed=(1, 2))
     if data_format == "NCHW":
         x = tf.transpose(x, [0, 3, 1, 2])
-    axes = [0, 1, 2] if data_format == "NHWC" else [0, 2, 3]
     scale, offset = tf.Variable(tf.ones([c])), tf.Variable(tf.zeros([c]))
-    weights = tf.random.stateless_normal(x.shape, seed=(7, 8))  # a loss with real gradients
+    weights = tf.random.stateless_normal(x.shape, seed=(7, 8))
 
-    def fused(t: Any) -> Any:
-        return tf.compat.v1.nn.fused_batch_norm(t, scale, offset, epsilon=1e-3, data_format=data_format)[0]
+    def step(norm: Callable[..., Any]) -> Callable[[], Any]:
+        def call(t: Any) -> Any:
+            return norm(t, scale, offset, data_format)
 
-    def unfused(t: Any) -> Any:
-        mean, variance = tf.nn.moments(t, axes=axes, keepdims=True)
-        shape_c = [1, c, 1, 1] if data_format == "NCHW" else [1, 1, 1, c]
-        return tf.nn.batch_normalization(t, mean, variance, tf.reshape(offset, shape_c),
-                                         tf.reshape(scale, shape_c), 1e-3)
+        def run() -> Any:
+            return code.train_step(call, x, weights, [scale, offset]) if backward else call(x)
+        return run
 
-    return {name: tf.function(_norm_step(norm, x, weights, [scale, offset], backward))
-            for name, norm in (("unfused", unfused), ("fused", fused))}
-
-
-def _norm_step(norm: Callable[[Any], Any], x: Any, weights: Any, variables: list[Any], backward: bool) -> Callable[[], Any]:
-    """``norm(x)``, or with ``backward`` the gradients of ``sum(norm(x) * weights)`` with respect
-    to ``x`` and ``variables``: a loss whose gradients are not trivially zero."""
-    import tensorflow as tf
-
-    def run() -> Any:
-        if not backward:
-            return norm(x)
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            loss = tf.reduce_sum(norm(x) * weights)
-        return tape.gradient(loss, [x, *variables])
-
-    return run
+    return {"unfused": tf.function(step(code.unfused_norm)), "fused": tf.function(step(code.fused_norm))}
 
 
 def batchnorm_difference(shape: Sequence[int] = (8, 28, 28, 16), data_format: str = "NHWC") -> float:
@@ -100,39 +90,33 @@ def batchnorm_grid(shape: Sequence[int] = (32, 56, 56, 64), repeats: int = 5, on
     return pd.DataFrame(rows).set_index(["format", "pass"])
 
 
-def keras_batchnorm_op_types(shape: Sequence[int] = (8, 28, 28, 16)) -> dict[str, int]:
-    """The op types (and how many of each) in the graph of a Keras ``BatchNormalization``
-    layer's training-mode call: what the layer really runs."""
-    import keras
-    import tensorflow as tf
-
-    n, h, w, c = _check_shape(shape)
-    layer = keras.layers.BatchNormalization()
-    layer.build((None, h, w, c))
-    graph = tf.function(lambda t: layer(t, training=True)).get_concrete_function(
-        tf.TensorSpec([n, h, w, c], tf.float32)).graph
-    counts: dict[str, int] = {}
-    for op in graph.get_operations():
-        counts[op.type] = counts.get(op.type, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
 def keras_batchnorm_variants(shape: Sequence[int] = (32, 56, 56, 64), backward: bool = True) -> dict[str, Callable[[], Any]]:
-    """A Keras ``BatchNormalization`` layer in training mode (forward, and with ``backward`` the
-    gradients too) as a plain ``tf.function`` and compiled by XLA, beside the fused kernel."""
+    """A Keras ``BatchNormalization`` layer in training mode as a plain ``tf.function`` and
+    compiled by XLA, beside notebook 08's ``fused_norm`` on the layer's own gamma and beta; with
+    ``backward`` each runs the notebook's ``train_step``."""
     import keras
     import tensorflow as tf
 
     n, h, w, c = _check_shape(shape)
+    code = lesson()
     x = tf.random.stateless_normal([n, h, w, c], seed=(1, 2))
     weights = tf.random.stateless_normal([n, h, w, c], seed=(7, 8))
-    layer = keras.layers.BatchNormalization(epsilon=1e-3, momentum=0.99)
+    layer = keras.layers.BatchNormalization(epsilon=1e-3)
     layer.build((None, h, w, c))
-
     variables = [layer.gamma, layer.beta]
-    keras_call = _norm_step(lambda t: layer(t, training=True), x, weights, variables, backward)
-    fused_call = _norm_step(lambda t: tf.compat.v1.nn.fused_batch_norm(t, layer.gamma, layer.beta, epsilon=1e-3)[0],
-                            x, weights, variables, backward)
+
+    def step(norm: Callable[[Any], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            return code.train_step(norm, x, weights, variables) if backward else norm(x)
+        return run
+
+    def keras_norm(t: Any) -> Any:
+        return layer(t, training=True)
+
+    def fused_norm(t: Any) -> Any:
+        return code.fused_norm(t, layer.gamma, layer.beta)
+
+    keras_call, fused_call = step(keras_norm), step(fused_norm)
     return {"Keras layer": tf.function(keras_call), "Keras layer + XLA": tf.function(keras_call, jit_compile=True),
             "fused_batch_norm": tf.function(fused_call)}
 
@@ -148,53 +132,40 @@ def data_format_table(small: bool = False, repeats: int = 5, rounds: int = 1, on
 
 
 def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000_000) -> dict[str, Callable[[], Any]]:
-    """An elementwise chain of ``n_ops`` steps as a plain ``tf.function`` and compiled by XLA
-    (``jit_compile=True``, which fuses the chain into one kernel)."""
+    """Notebook 08's ``multiply_add_chain`` or ``transcendental_chain`` of ``n_ops`` steps as a
+    plain ``tf.function`` and compiled by XLA (``jit_compile=True``)."""
     import tensorflow as tf
 
     if chain not in CHAINS:
         raise ValueError(f"chain must be one of {CHAINS}, got {chain!r}")
     for name, value in (("n_ops", n_ops), ("size", size)):
         whole_number(name, value)
+    body = getattr(lesson(), f"{chain}_chain")
     x = tf.random.stateless_uniform([size], seed=(5, 6))
-
-    def body(t: Any) -> Any:
-        for i in range(n_ops):
-            if chain == "multiply_add":
-                t = t * 1.0001 + 0.0001
-            else:
-                t = tf.sin(t) + tf.cos(t * 0.5) if i % 2 == 0 else tf.tanh(t)
-        return t
-
-    graph, compiled = tf.function(body), tf.function(body, jit_compile=True)
+    graph = tf.function(functools.partial(body, n_ops=n_ops))
+    compiled = tf.function(functools.partial(body, n_ops=n_ops), jit_compile=True)
     return {"graph": lambda: graph(x), "XLA": lambda: compiled(x)}
 
 
 def decode_crop_variants(height: int = 480, width: int = 640, crop: int = 224) -> dict[str, Callable[[], Any]]:
-    """A generated ``height`` x ``width`` JPEG, center-cropped to ``crop`` x ``crop`` two ways:
-    decode the whole image then crop, or ``tf.io.decode_and_crop_jpeg`` (decodes only the window)."""
+    """A generated ``height`` x ``width`` JPEG, center-cropped to ``crop`` x ``crop`` by notebook
+    08's ``decode_then_crop`` and ``decode_window`` (``tf.io.decode_and_crop_jpeg``)."""
     import tensorflow as tf
 
-    if not (0 < crop <= min(height, width)):
+    for name, value in (("height", height), ("width", width), ("crop", crop)):
+        whole_number(name, value)
+    if crop > min(height, width):
         raise ValueError(f"crop must be between 1 and {min(height, width)}, got {crop}")
+    code = lesson()
     pixels = tf.cast(tf.random.stateless_uniform([height, width, 3], seed=(3, 4), maxval=256, dtype=tf.int32), tf.uint8)
     jpeg = tf.io.encode_jpeg(pixels)
-    top, left = (height - crop) // 2, (width - crop) // 2
-
-    @tf.function
-    def then_crop() -> Any:
-        return tf.image.crop_to_bounding_box(tf.io.decode_jpeg(jpeg, channels=3), top, left, crop, crop)
-
-    @tf.function
-    def fused() -> Any:
-        return tf.io.decode_and_crop_jpeg(jpeg, [top, left, crop, crop], channels=3)
-
-    return {"decode then crop": then_crop, "decode_and_crop_jpeg": fused}
+    box = ((height - crop) // 2, (width - crop) // 2, crop, crop)
+    whole, window = tf.function(code.decode_then_crop), tf.function(code.decode_window)
+    return {"decode then crop": lambda: whole(jpeg, *box), "decode_and_crop_jpeg": lambda: window(jpeg, *box)}
 
 
 def crop_difference(height: int = 480, width: int = 640, crop: int = 224) -> tuple[float, int]:
-    """The fraction of pixel values that differ between the two crops, and the largest difference:
-    the fused decoder may round differently at block edges."""
+    """The fraction of pixel values that differ between the two crops, and the largest difference."""
     import tensorflow as tf
 
     variants = decode_crop_variants(height, width, crop)
