@@ -1,6 +1,7 @@
-"""Quantization for inference (notebook 11): train a small CNN on generated images, convert it
-with the TFLite converter (float32, dynamic range, full int8, float16), and run each model with
-the LiteRT interpreter to compare size, single-image latency and agreement with Keras.
+"""Quantization for inference (notebook 11): the tables, figures, widgets and bench entries
+around the notebook's exported lesson code (``helpers.lessons.quantize_for_inference``:
+``train_small_cnn``, ``convert``, ``load_interpreter``, ``to_model_input``, ``run``,
+``from_model_output``).
 
 The converter prints ``Saved artifact at '/tmp/...'`` and C++ log lines while it works;
 ``quiet()`` keeps that chatter (and its machine paths) out of notebooks.
@@ -12,16 +13,23 @@ import contextlib
 import functools
 import io
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
-from helpers.timing import ProgressFn, Timing
+from helpers.timing import ProgressFn
 
 MODES = ("float32", "dynamic range", "int8", "float16")
 KIB = 1024
+
+
+def lesson() -> Any:
+    """Notebook 11's exported lesson code (imported on use: it imports TensorFlow)."""
+    from helpers.lessons import quantize_for_inference
+
+    return quantize_for_inference
 
 
 @contextlib.contextmanager
@@ -49,153 +57,92 @@ def dataset(n_train: int = 6000, n_test: int = 1000, seed: int = 1) -> tuple[Any
 
 
 def train(x: Any, y: Any, epochs: int = 3, width: int = 16, seed: int = 0) -> Any:
-    """A small CNN (two conv blocks of ``width`` and ``2 * width`` filters, a dense layer; logits
-    out) trained with Adam."""
-    import keras
-
+    """The notebook's ``train_small_cnn``, with its arguments checked first."""
     for name, value in (("epochs", epochs), ("width", width)):
         whole_number(name, value)
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential([
-        keras.Input(x.shape[1:]),
-        keras.layers.Conv2D(width, 3, activation="relu"), keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(2 * width, 3, activation="relu"), keras.layers.MaxPooling2D(),
-        keras.layers.Flatten(), keras.layers.Dense(4 * width, activation="relu"), keras.layers.Dense(10),
-    ])
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    model.fit(x, y, epochs=epochs, batch_size=64, verbose=0)
-    return model
+    return lesson().train_small_cnn(x, y, epochs=epochs, width=width, seed=seed)
 
 
 def convert(model: Any, mode: str, representative: Any = None) -> bytes:
-    """The TFLite flatbuffer of ``model`` in ``mode`` (one of ``MODES``); ``int8`` needs
-    ``representative``, a few hundred inputs to calibrate activation ranges."""
-    import tensorflow as tf
-
+    """The notebook's ``convert``, quietly, after checking ``mode`` (one of ``MODES``) and that
+    ``int8`` has ``representative`` inputs."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "int8" and (representative is None or len(representative) == 0):
         raise ValueError("int8 needs representative inputs to calibrate activation ranges")
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    if mode != "float32":
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    if mode == "int8":
-        def samples() -> Iterator[list[Any]]:
-            for i in range(len(representative)):
-                yield [representative[i:i + 1]]
-
-        converter.representative_dataset = samples
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
-    elif mode == "float16":
-        converter.target_spec.supported_types = [tf.float16]
     with quiet():
-        return converter.convert()
+        return lesson().convert(model, mode, representative)
 
 
-def interpreter_class() -> tuple[Any, str]:
-    """The interpreter class to run TFLite models with, and its name: LiteRT's
-    (``ai_edge_litert``), or the deprecated ``tf.lite.Interpreter`` where LiteRT is missing."""
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        import tensorflow as tf
-
-        return tf.lite.Interpreter, "tf.lite.Interpreter (deprecated fallback: pip install ai-edge-litert)"
-    return Interpreter, "ai_edge_litert (LiteRT)"
-
-
-def make_interpreter(content: bytes) -> tuple[Any, str]:
-    """A ready interpreter for a TFLite model (see ``interpreter_class``) and where it came from."""
-    interpreter_type, source = interpreter_class()
+def make_interpreter(content: bytes, num_threads: int | None = None) -> tuple[Any, str]:
+    """The notebook's ``load_interpreter``, quietly, and which interpreter it used."""
     with quiet():
-        interpreter = interpreter_type(model_content=content)
-        interpreter.allocate_tensors()
+        interpreter = lesson().load_interpreter(content, num_threads)
+    module = type(interpreter).__module__
+    source = ("ai_edge_litert (LiteRT)" if module.startswith("ai_edge_litert")
+              else "tf.lite.Interpreter (deprecated fallback: pip install ai-edge-litert)")
     return interpreter, source
-
-
-def _runner(content: bytes) -> Any:
-    """A function image -> logits (float) for one image, quantizing input and output as the model asks."""
-    import numpy as np
-
-    interpreter, _ = make_interpreter(content)
-    inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
-    in_scale, in_zero = inp["quantization"]
-    out_scale, out_zero = out["quantization"]
-
-    def run(image: Any) -> Any:
-        batch = image[None]
-        if inp["dtype"] == np.int8:
-            batch = np.clip(np.round(batch / in_scale + in_zero), -128, 127).astype(np.int8)
-        interpreter.set_tensor(inp["index"], batch)
-        interpreter.invoke()
-        result = interpreter.get_tensor(out["index"])[0]
-        return (result.astype(np.float32) - out_zero) * out_scale if out["dtype"] == np.int8 else result
-
-    return run
 
 
 def predict(content: bytes, x: Any) -> Any:
     """Class predictions of a TFLite model for every image in ``x``, one image at a time."""
     import numpy as np
 
-    run = _runner(content)
-    return np.array([int(np.argmax(run(image))) for image in x])
+    code, (interpreter, _) = lesson(), make_interpreter(content)
+    run = code.make_runner(interpreter)
+    return np.array([int(np.argmax(code.from_model_output(interpreter, run(code.to_model_input(interpreter, x[i:i + 1])))))
+                     for i in range(len(x))])
 
 
-def latency(content: bytes, image: Any, repeats: int = 200) -> Timing:
-    """Single-image inference time (set input, invoke, read output), after a warm-up."""
-    from helpers import timing
+def runners(contents: Mapping[str, bytes], image: Any, threads: int | None = None) -> dict[str, Any]:
+    """One call per model: the notebook's ``make_runner`` on ``image`` already in the model's input type."""
+    code = lesson()
+    runners = {}
+    for mode, content in contents.items():
+        interpreter, _ = make_interpreter(content, threads)
+        runners[mode] = functools.partial(code.make_runner(interpreter), code.to_model_input(interpreter, image))
+    return runners
 
-    run = _runner(content)
-    return timing.measure(run, image, warmup=5, repeats=repeats)
 
-
-def quant_table(model: Any, x_test: Any, y_test: Any, representative: Any, repeats: int = 200,
-                modes: tuple[str, ...] = MODES, on_progress: ProgressFn | None = None) -> Any:
-    """One row per mode: size, single-image latency, accuracy, and agreement with the Keras model."""
+def quant_table(model: Any, contents: Mapping[str, bytes], x_test: Any, y_test: Any, repeats: int = 200,
+                on_progress: ProgressFn | None = None) -> Any:
+    """One row per converted model: size, single-image latency (interleaved), accuracy and
+    agreement with the Keras model."""
     import numpy as np
     import pandas as pd
 
     from helpers import timing
 
+    whole_number("repeats", repeats)
+    modes = list(contents)
     keras_pred = np.argmax(model.predict(x_test, verbose=0), axis=1)
-    contents, predictions = {}, {}
+    predictions = {}
     for i, mode in enumerate(modes):
-        contents[mode] = convert(model, mode, representative)
         predictions[mode] = predict(contents[mode], x_test)
         if on_progress is not None:
             on_progress(i + 1, len(modes) + 1)
-    # Latency: all modes interleaved round by round, so drift on a busy machine hits them alike.
-    runners = {mode: functools.partial(_runner(c), x_test[0]) for mode, c in contents.items()}
-    latencies = timing.compare(runners, baseline=modes[0], warmup=5, repeats=repeats)
+    timings = timing.compare(runners(contents, x_test[:1]), baseline=modes[0], warmup=5, repeats=repeats).attrs["timings"]
     if on_progress is not None:
         on_progress(len(modes) + 1, len(modes) + 1)
-    rows = []
-    for mode in modes:
-        t = latencies.attrs["timings"][mode]
-        rows.append({"mode": mode, "size KiB": round(len(contents[mode]) / KIB, 1),
-                     "latency us": round(t.median * 1e6, 1), "q1 us": round(t.q1 * 1e6, 1), "q3 us": round(t.q3 * 1e6, 1),
-                     "accuracy": round(float(np.mean(predictions[mode] == y_test)), 4),
-                     "agrees with Keras": round(float(np.mean(predictions[mode] == keras_pred)), 4)})
-    sizes = {mode: len(c) for mode, c in contents.items()}
-    timings = latencies.attrs["timings"]
+    rows = [{"mode": m, "size KiB": round(len(contents[m]) / KIB, 1),
+             "latency us": round(timings[m].median * 1e6, 1), "q1 us": round(timings[m].q1 * 1e6, 1),
+             "q3 us": round(timings[m].q3 * 1e6, 1), "accuracy": round(float(np.mean(predictions[m] == y_test)), 4),
+             "agrees with Keras": round(float(np.mean(predictions[m] == keras_pred)), 4)} for m in modes]
     table = pd.DataFrame(rows).set_index("mode")
-    if "float32" in sizes:
-        table.insert(1, "smaller by", [f"{sizes['float32'] / sizes[m]:.2f}x" for m in table.index])
-    table.attrs["keras_accuracy"] = float(np.mean(keras_pred == y_test))
+    if "float32" in contents:
+        table.insert(1, "smaller by", [f"{len(contents['float32']) / len(contents[m]):.2f}x" for m in modes])
     table.attrs["timings"] = timings
     return table
 
 
 def quant_experiment(width: int = 16, epochs: int = 3, n_train: int = 6000, repeats: int = 200,
                      on_progress: ProgressFn | None = None) -> Any:
-    """Train a CNN of ``width`` on ``n_train`` generated images, then ``quant_table`` on 1,000
-    held-out ones: the experiment behind notebook 11's widget."""
+    """Train a CNN of ``width`` on ``n_train`` generated images, convert it every way, then
+    ``quant_table`` on 1,000 held-out ones: the experiment behind notebook 11's first widget."""
     x, y, x_test, y_test = dataset(n_train, 1000)
     model = train(x, y, epochs=epochs, width=width)
-    return quant_table(model, x_test, y_test, x[:200], repeats=repeats, on_progress=on_progress)
+    contents = {mode: convert(model, mode, x[:200]) for mode in MODES}
+    return quant_table(model, contents, x_test, y_test, repeats=repeats, on_progress=on_progress)
 
 
 def quant_figure(table: Any, title: str = "") -> Any:
@@ -208,8 +155,8 @@ def quant_figure(table: Any, title: str = "") -> Any:
     left.barh(modes, table["size KiB"], color="tab:blue")
     left.set_xlabel("model size, KiB")
     med = table["latency us"]
-    spread = [(med - table["q1 us"]).clip(lower=0), (table["q3 us"] - med).clip(lower=0)]
-    right.barh(modes, med, xerr=spread, color="tab:orange", capsize=3)
+    right.barh(modes, med, xerr=[(med - table["q1 us"]).clip(lower=0), (table["q3 us"] - med).clip(lower=0)],
+               color="tab:orange", capsize=3)
     right.set_xlabel("single-image latency, us (median, IQR)")
     for ax in (left, right):
         ax.invert_yaxis()
@@ -253,44 +200,19 @@ def check_int8_model(content: Any, model: Any, x_test: Any) -> Feedback:
 
 # --- the benchmark runner's view ------------------------------------------------------------
 
-@functools.lru_cache(maxsize=2)
-def _bench_model(small: bool) -> tuple[Any, Any, Any]:
-    x, y, x_test, _ = dataset(2000 if small else 6000, 200 if small else 1000)
-    return train(x, y, epochs=1 if small else 3), x_test, x[:200]
-
-
 def _size_table(small: bool = False) -> Any:
     import pandas as pd
 
-    model, _, representative = _bench_model(small)
-    sizes = {m: len(convert(model, m, representative)) for m in ("float32", "int8")}
-    table = pd.DataFrame([{"variant": m, "median_s": float(b), "speedup": sizes["float32"] / b,
-                           "speedup_low": sizes["float32"] / b, "speedup_high": sizes["float32"] / b, "repeats": 1}
-                          for m, b in sizes.items()]).set_index("variant")
-    return table
-
-
-def _latency_table(small: bool = False, repeats: int = 300) -> Any:
-    import numpy as np
-
-    from helpers import timing
-
-    model, x_test, representative = _bench_model(small)
-    contents = {m: convert(model, m, representative) for m in ("float32", "int8")}
-    runners = {m: _runner(c) for m, c in contents.items()}
-    table = timing.compare({m: functools.partial(run, x_test[0]) for m, run in runners.items()},
-                           baseline="float32", warmup=5, repeats=repeats)
-    keras_pred = np.argmax(model.predict(x_test, verbose=0), axis=1)
-    agreement = float(np.mean(predict(contents["int8"], x_test) == keras_pred))
-    table.attrs["note"] = f"int8 agrees with the Keras model on {agreement:.1%} of {len(x_test)} test images"
-    return table
+    x, y, _, _ = dataset(2000 if small else 6000, 10)
+    model = train(x, y, epochs=1 if small else 3)
+    sizes = {m: len(convert(model, m, x[:200])) for m in ("float32", "int8")}
+    return pd.DataFrame([{"variant": m, "median_s": float(b), "speedup": sizes["float32"] / b,
+                          "speedup_low": sizes["float32"] / b, "speedup_high": sizes["float32"] / b, "repeats": 1}
+                         for m, b in sizes.items()]).set_index("variant")
 
 
 BENCHMARKS = [
     Comparison(id="quant.int8_size_ratio", title="small CNN as a TFLite model: float32 vs full int8 size",
                measure=_size_table, baseline="float32", variant="int8", unit="bytes",
                quick={"small": True}, full={}, bound=lambda: 4.0),
-    Comparison(id="quant.int8_latency", title="small CNN, one 32x32 image, LiteRT interpreter: float32 vs int8",
-               measure=_latency_table, baseline="float32", variant="int8",
-               quick={"small": True, "repeats": 100}, full={"repeats": 300}),
 ]
