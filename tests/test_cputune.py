@@ -7,7 +7,7 @@ import os
 import pytest
 
 from helpers import procs
-from helpers.topics import cputune
+from helpers.topics import cpu_report, cputune
 
 
 def test_setting_env_and_label(tmp_path):
@@ -61,8 +61,8 @@ def test_summary_and_figure():
         {"setting": "a", "workload": "v", "median_ms": float("nan"), "q1_ms": float("nan"), "q3_ms": float("nan"),
          "error": "UnimplementedError: nope"},
     ])
-    assert cputune.sweep_summary(table) == "w: fastest b (5.0 ms), 2.00x ahead of a | v: every setting failed"
-    fig = cputune.sweep_figure(table, "title")
+    assert cpu_report.sweep_summary(table) == "w: fastest b (5.0 ms), 2.00x ahead of a | v: every setting failed"
+    fig = cpu_report.sweep_figure(table, "title")
     assert [ax.get_title() for ax in fig.axes] == ["w", "v"]
 
 
@@ -80,28 +80,28 @@ def test_bad_sweeps():
 def test_wheel_line_parsing():
     line = ("I0000 cpu_feature_guard.cc:227] This TensorFlow binary is optimized ...\n"
             "To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow")
-    assert cputune.wheel_missing_instructions(line) == ["AVX2", "AVX512F", "FMA"]
-    assert cputune.wheel_missing_instructions("nothing here") == []
-    table = cputune.features_table({"avx": True, "avx2": True, "fma": True, "avx512f": False}, ["AVX2", "FMA"])
+    assert cpu_report.wheel_missing_instructions(line) == ["AVX2", "AVX512F", "FMA"]
+    assert cpu_report.wheel_missing_instructions("nothing here") == []
+    table = cpu_report.features_table({"avx": True, "avx2": True, "fma": True, "avx512f": False}, ["AVX2", "FMA"])
     assert table.loc["AVX", "the wheel uses it"] == "everywhere"
     assert table.loc["AVX2", "the wheel uses it"] == "only in oneDNN kernels"
     assert table.loc["AVX512F", "this CPU"] == "no" and table.loc["AVX512F", "the wheel uses it"] == "-"
 
 
 def test_wheel_report_reads_a_real_start():
-    missing = cputune.wheel_report()
+    missing = cpu_report.wheel_report()
     assert isinstance(missing, list) and all(m.isupper() for m in missing)
 
 
 def test_find_allocators(tmp_path):
     (tmp_path / "libjemalloc.so.2").write_bytes(b"")
-    found = cputune.find_allocators([str(tmp_path)])
+    found = cpu_report.find_allocators([str(tmp_path)])
     assert found.get("jemalloc") == str(tmp_path / "libjemalloc.so.2")
-    assert set(found) <= set(cputune.ALLOCATORS)
+    assert set(found) <= set(cpu_report.ALLOCATORS)
 
 
 def test_preloaded_allocator_is_seen_by_the_child():
-    found = cputune.find_allocators()
+    found = cpu_report.find_allocators()
     if not found:
         message = "no tcmalloc or jemalloc installed here (make test installs them as root; apt-get install libtcmalloc-minimal4)"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
@@ -112,18 +112,27 @@ def test_preloaded_allocator_is_seen_by_the_child():
     assert rows[0]["allocator"] == name
 
 
-def test_child_rejects_unknown_usage():
-    with pytest.raises(procs.ChildError, match="exit code 1"):
-        procs.run(procs.python_module("helpers.topics.cputune"), timeout=60, cwd=os.getcwd())
+def test_child_program_rejects_bad_arguments_and_reports_its_threads(tmp_path):
+    """Notebook 10's CPU_CHILD: argparse refuses a bad value; a good run reports the pools it set."""
+    import sys
+
+    program = tmp_path / "cpu_child.py"
+    program.write_text(cputune.lesson().CPU_CHILD)
+    with pytest.raises(procs.ChildError, match="exit code 2"):
+        procs.run([sys.executable, str(program), "--workloads", "matmul", "--repeats", "many"], timeout=60)
+    out = procs.run([sys.executable, str(program), "--workloads", "matmul", "--intra", "1", "--inter", "1",
+                     "--repeats", "1", "--small"], env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=120).stdout
+    row = procs.parse_rows(out)[-1]
+    assert (row["intra"], row["inter"]) == (1, 1) and row["os_threads"] > 1 and len(row["seconds"]) == 1
 
 
 def test_memory_map_readers():
     maps = "7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4.5.9\n"
-    assert cputune._loaded_allocator(maps) == "tcmalloc"
-    assert cputune._loaded_allocator("/usr/lib/libc.so.6\n") == "default"
-    assert cputune._loaded_allocator("") == "unknown"
-    assert cputune._openmp_runtime("/usr/lib/x86_64-linux-gnu/libgomp.so.1\n") == "libgomp"
-    assert cputune._openmp_runtime("/usr/lib/libc.so.6\n") == "none"
+    assert cpu_report._loaded_allocator(maps) == "tcmalloc"
+    assert cpu_report._loaded_allocator("/usr/lib/libc.so.6\n") == "default"
+    assert cpu_report._loaded_allocator("") == "unknown"
+    assert cpu_report._openmp_runtime("/usr/lib/x86_64-linux-gnu/libgomp.so.1\n") == "libgomp"
+    assert cpu_report._openmp_runtime("/usr/lib/libc.so.6\n") == "none"
 
 
 def test_named_sweeps():

@@ -66,6 +66,25 @@ TAUGHT: dict[str, list[str]] = {
         "options.autotune.ram_budget", "options.threading.private_threadpool_size", ".with_options(options)",
         ".snapshot(", ".save(", "tf.data.Dataset.load(", "tf.compat.v1.data.make_one_shot_iterator(",
     ],
+    "08_fuse_ops_and_pick_layouts.ipynb": [
+        "tf.compat.v1.nn.fused_batch_norm(", "tf.raw_ops.FusedBatchNormV3(", "tf.nn.moments(",
+        "tf.nn.batch_normalization(", "tf.GradientTape()", "keras.layers.BatchNormalization(",
+        "jit_compile=True", 'jit_compile="auto"', "model.jit_compile", 'data_format="NCHW"',
+        "tf.io.decode_and_crop_jpeg(", "tf.io.encode_jpeg(", "global_jit_level", "tf.compat.v1.Session(",
+    ],
+    "10_tune_the_cpu.ipynb": [
+        "CPU_CHILD", "tf.config.threading.set_intra_op_parallelism_threads(",
+        "tf.config.threading.set_inter_op_parallelism_threads(", "get_intra_op_parallelism_threads()",
+        "subprocess.run(", '"TF_ENABLE_ONEDNN_OPTS": "0"', '"LD_PRELOAD"', "psutil.Process().num_threads()",
+        "ConfigProto(intra_op_parallelism_threads=", "tf.compat.v1.Session(", "os.sched_getaffinity(0)",
+    ],
+    "11_quantize_for_inference.ipynb": [
+        "tf.lite.TFLiteConverter.from_keras_model(", "converter.optimizations = [tf.lite.Optimize.DEFAULT]",
+        "converter.representative_dataset", "tf.lite.OpsSet.TFLITE_BUILTINS_INT8", "converter.inference_input_type",
+        "converter.target_spec.supported_types = [tf.float16]", "from ai_edge_litert.interpreter import Interpreter",
+        "allocate_tensors()", "get_input_details()", "set_tensor(", "invoke()", "get_tensor(", '["quantization"]',
+        "keras.applications.MobileNetV2(", "weights=None", "num_threads=", 'format="litert"', '.quantize("int8")',
+    ],
 }
 
 

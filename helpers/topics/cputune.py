@@ -1,21 +1,18 @@
-"""CPU tuning (notebook 10, and notebook 08's data-format check): run workloads in fresh
-processes with chosen threads, oneDNN, OpenMP and allocator settings, and read what the CPU and
-the TensorFlow wheel support.
+"""CPU tuning (notebook 10, and notebook 08's data-format check): run the notebook's workloads
+in fresh processes with chosen threads, oneDNN, OpenMP and allocator settings.
 
 Thread pools, oneDNN and ``LD_PRELOAD`` are fixed when TensorFlow starts, so every setting runs
-in its own child (``helpers.procs``): ``python -m helpers.topics.cputune child ...`` times the named
-workloads and emits one row each, or the error a workload raised.
+in its own child (``helpers.procs``): notebook 10's ``CPU_CHILD`` program, shown in full there,
+times the named workloads and emits one row each, or the error a workload raised. Figures and
+the wheel's instruction sets are in ``helpers.topics.cpu_report``.
 """
 
 from __future__ import annotations
 
-import argparse
-import ctypes.util
-import glob
 import os
-import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,17 +22,7 @@ from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn, Timing
-
-#: Allocators that can replace glibc malloc through LD_PRELOAD: file names to look for.
-ALLOCATORS: dict[str, tuple[str, ...]] = {
-    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4", "libtcmalloc_minimal.so", "libtcmalloc.so"),
-    "jemalloc": ("libjemalloc.so.2", "libjemalloc.so"),
-}
-INSTALL_HINTS = {
-    "tcmalloc": "Debian/Ubuntu: sudo apt-get install libtcmalloc-minimal4 | conda: conda install -c conda-forge gperftools",
-    "jemalloc": "Debian/Ubuntu: sudo apt-get install libjemalloc2 | conda: conda install -c conda-forge jemalloc",
-}
-LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+from helpers.topics.cpu_report import find_allocators
 
 
 @dataclass(frozen=True)
@@ -86,164 +73,22 @@ class Setting:
         return ", ".join(parts)
 
 
-# --- workloads (built inside the child) ---------------------------------------------------
-
-def _matmul(small: bool) -> Callable[[], Any]:
-    import tensorflow as tf
-
-    n = 512 if small else 1024
-    a = tf.random.stateless_normal([n, n], seed=(1, 2))
-    b = tf.random.stateless_normal([n, n], seed=(3, 4))
-    fn = tf.function(lambda: tf.linalg.matmul(a, b))
-    return fn
-
-
-def _conv_step(small: bool) -> Callable[[], Any]:
-    """One SGD step of a small conv net (two 3x3 convs, pooling, a dense layer) on 32x32 images."""
-    import tensorflow as tf
-
-    batch = 16 if small else 32
-    x = tf.random.stateless_normal([batch, 32, 32, 3], seed=(1, 2))
-    y = tf.random.stateless_uniform([batch], seed=(3, 4), maxval=10, dtype=tf.int32)
-    init = tf.keras.initializers.GlorotUniform(seed=0)
-    w = [tf.Variable(init(s)) for s in ([3, 3, 3, 32], [3, 3, 32, 64], [64, 10])]
-
-    @tf.function
-    def step() -> Any:
-        with tf.GradientTape() as tape:
-            h = tf.nn.relu(tf.nn.conv2d(x, w[0], 1, "SAME"))
-            h = tf.nn.max_pool2d(h, 2, 2, "VALID")
-            h = tf.nn.relu(tf.nn.conv2d(h, w[1], 1, "SAME"))
-            logits = tf.reduce_mean(h, axis=[1, 2]) @ w[2]
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
-        for v, g in zip(w, tape.gradient(loss, w), strict=True):
-            v.assign_sub(0.01 * g)
-        return loss
-
-    return step
-
-
-def _jpeg_pipeline(small: bool) -> Callable[[], Any]:
-    """One pass of a tf.data pipeline over in-memory JPEGs: decode, random crop, flip, batch.
-    Allocation-heavy, like a real input pipeline: where a malloc replacement can show."""
-    import tensorflow as tf
-
-    n = 128 if small else 512
-    pixels = tf.cast(tf.random.stateless_uniform([n, 64, 64, 3], seed=(5, 6), maxval=256, dtype=tf.int32), tf.uint8)
-    jpegs = tf.stack([tf.io.encode_jpeg(p) for p in pixels])
-
-    def augment(jpeg: Any) -> Any:
-        image = tf.io.decode_jpeg(jpeg, channels=3)
-        image = tf.image.random_crop(image, [56, 56, 3])
-        return tf.image.random_flip_left_right(image)
-
-    dataset = (tf.data.Dataset.from_tensor_slices(jpegs).map(augment, num_parallel_calls=tf.data.AUTOTUNE)
-               .batch(64).prefetch(tf.data.AUTOTUNE))
-
-    def one_pass() -> Any:
-        last = None
-        for batch in dataset:
-            last = batch
-        return last
-
-    return one_pass
-
-
-def _conv2d(data_format: str) -> Callable[[bool], Callable[[], Any]]:
-    def build(small: bool) -> Callable[[], Any]:
-        import tensorflow as tf
-
-        n, hw, c = (8, 28, 32) if small else (16, 56, 64)
-        x = tf.random.stateless_normal([n, hw, hw, c], seed=(1, 2))
-        if data_format == "NCHW":
-            x = tf.transpose(x, [0, 3, 1, 2])
-        kernel = tf.random.stateless_normal([3, 3, c, c], seed=(3, 4))
-        return tf.function(lambda: tf.nn.conv2d(x, kernel, 1, "SAME", data_format=data_format))
-
-    return build
-
-
-#: Workload name -> builder(small) -> a callable that runs one step.
-WORKLOADS: dict[str, Callable[[bool], Callable[[], Any]]] = {
-    "matmul": _matmul,
-    "conv_step": _conv_step,
-    "jpeg_pipeline": _jpeg_pipeline,
-    "conv2d_NHWC": _conv2d("NHWC"),
-    "conv2d_NCHW": _conv2d("NCHW"),
-}
-
-
-def _error_text(exc: BaseException) -> str:
-    """The first line of an error, without TensorFlow's ``{{function_node ...}}`` prefix."""
-    text = getattr(exc, "message", None) or str(exc)
-    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-def _mapped_libraries() -> str:
-    try:
-        return Path("/proc/self/maps").read_text()
-    except OSError:
-        return ""
-
-
-def _loaded_allocator(maps: str) -> str:
-    """Which malloc replacement a process has mapped, from its /proc/<pid>/maps text."""
-    if not maps:
-        return "unknown"
-    for name in ALLOCATORS:
-        if name in maps:
-            return name
-    return "default"
-
-
-def _openmp_runtime(maps: str) -> str:
-    """Which OpenMP runtime a process has mapped (GNU libgomp, Intel libiomp), or "none"."""
-    if not maps:
-        return "unknown"
-    found = [name for name, marker in (("libgomp", "libgomp"), ("libiomp", "libiomp")) if marker in maps]
-    return ", ".join(found) or "none"
-
-
-def child_main(argv: Sequence[str]) -> None:
-    """The child's side: set the thread pools, then time each workload and emit its row."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.topics.cputune child")
-    parser.add_argument("--workloads", required=True)
-    parser.add_argument("--intra", type=int, default=0)
-    parser.add_argument("--inter", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--small", action="store_true")
-    args = parser.parse_args(argv)
-    import tensorflow as tf
-
-    from helpers import env
-
-    tf.config.threading.set_intra_op_parallelism_threads(args.intra)  # before any op runs
-    tf.config.threading.set_inter_op_parallelism_threads(args.inter)
-    context = {"onednn": env.onednn_enabled(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "")}
-    for name in args.workloads.split(","):
-        try:
-            run = WORKLOADS[name](args.small)
-            t = timing.measure(run, warmup=2, repeats=args.repeats, label=name)
-        except Exception as exc:  # a workload this build cannot run is a result, not a crash
-            procs.emit({"workload": name, "error": _error_text(exc), **context, **_libraries()})
-            continue
-        procs.emit({"workload": name, "seconds": list(t.seconds), **context, **_libraries()})
-
-
-def _libraries() -> dict[str, str]:
-    maps = _mapped_libraries()  # read after the workload ran: everything it loaded is mapped
-    return {"allocator": _loaded_allocator(maps), "openmp": _openmp_runtime(maps)}
-
-
 # --- the parent's side --------------------------------------------------------------------
+
+def lesson() -> Any:
+    """Notebook 10's exported lesson code: the workloads and the child program ``CPU_CHILD``."""
+    from helpers.lessons import tune_the_cpu
+
+    return tune_the_cpu
+
 
 def _check_workloads(workloads: Sequence[str]) -> list[str]:
     if isinstance(workloads, str):
         workloads = [workloads]
-    unknown = [w for w in workloads if w not in WORKLOADS]
+    known = list(lesson().WORKLOADS)
+    unknown = [w for w in workloads if w not in known]
     if unknown or not workloads:
-        raise ValueError(f"workloads must be among {list(WORKLOADS)}, got {list(workloads)!r}")
+        raise ValueError(f"workloads must be among {known}, got {list(workloads)!r}")
     return list(workloads)
 
 
@@ -253,10 +98,12 @@ def run_setting(setting: Setting, workloads: Sequence[str], repeats: int = 5, sm
     with ``seconds`` (one per repeat) or the ``error`` it raised."""
     workloads = _check_workloads(workloads)
     whole_number("repeats", repeats)
-    args = procs.python_module("helpers.topics.cputune", "child", "--workloads", ",".join(workloads),
-                               "--intra", str(setting.intra), "--inter", str(setting.inter),
-                               "--repeats", str(repeats), *(["--small"] if small else []))
-    return procs.run_rows(args, env=setting.env(), timeout=timeout, cwd=str(Path(__file__).resolve().parents[2]))
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "cpu_child.py"
+        program.write_text(lesson().CPU_CHILD)
+        args = [sys.executable, str(program), "--workloads", ",".join(workloads), "--intra", str(setting.intra),
+                "--inter", str(setting.inter), "--repeats", str(repeats), *(["--small"] if small else [])]
+        return procs.run_rows(args, env=setting.env(), timeout=timeout)
 
 
 def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: int = 5, rounds: int = 1,
@@ -347,7 +194,7 @@ def run_sweep(kind: str = "threads", workload: str = "matmul", repeats: int = 5,
               small: bool = False, on_progress: ProgressFn | None = None) -> Any:
     """A named sweep (``SWEEPS``) on one workload, or on all when ``workload`` is ``"all"``: the
     experiment behind notebook 10's widget."""
-    workloads = list(WORKLOADS)[:3] if workload == "all" else [workload]
+    workloads = list(lesson().WORKLOADS)[:3] if workload == "all" else [workload]
     return sweep(sweep_settings(kind), workloads, repeats=repeats, rounds=rounds, small=small, on_progress=on_progress)
 
 
@@ -368,106 +215,6 @@ def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
     if mine.q1_ms <= best.q3_ms:
         return correct(f"{choice} overlaps the fastest ({best.setting}) within their spread: a tie on this machine")
     return not_yet(f"{best.setting} ran faster ({best.median_ms:.1f} ms against {mine.median_ms:.1f} ms)")
-
-
-def sweep_figure(table: Any, title: str = "") -> Any:
-    """Median ms with quartile bars for each setting, one panel per workload; errors marked."""
-    from matplotlib.figure import Figure
-
-    workloads = list(dict.fromkeys(table["workload"]))
-    fig = Figure(figsize=(4.6 * len(workloads), 0.45 * table["setting"].nunique() + 1.8), layout="constrained")
-    for ax, workload in zip(fig.subplots(1, len(workloads), squeeze=False, sharex=True)[0], workloads, strict=True):
-        part = table[table["workload"] == workload]
-        ok = part["error"] == ""
-        y = range(len(part))
-        medians = part["median_ms"].where(ok, 0)
-        xerr = [(medians - part["q1_ms"]).where(ok, 0), (part["q3_ms"] - medians).where(ok, 0)]
-        ax.barh(list(y), medians, xerr=xerr, color=["tab:blue" if o else "lightgray" for o in ok], capsize=3)
-        for i, o in enumerate(ok):
-            if not o:
-                ax.text(0, i, "  fails (see its error)", va="center", fontsize=9, color="tab:red")
-        ax.set_yticks(list(y), part["setting"])
-        ax.invert_yaxis()
-        ax.set_xlabel("ms per step (median, IQR)")
-        ax.set_title(workload)
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-def sweep_summary(table: Any) -> str:
-    """Per workload: the fastest setting and its lead over the slowest."""
-    parts = []
-    for workload, part in table.groupby("workload", sort=False):
-        ok = part[part["error"] == ""]
-        failed = len(part) - len(ok)
-        if ok.empty:
-            parts.append(f"{workload}: every setting failed")
-            continue
-        best, worst = ok.loc[ok["median_ms"].idxmin()], ok.loc[ok["median_ms"].idxmax()]
-        text = f"{workload}: fastest {best.setting} ({best.median_ms:.1f} ms)"
-        if len(ok) > 1:
-            text += f", {worst.median_ms / best.median_ms:.2f}x ahead of {worst.setting}"
-        if failed:
-            text += f"; {failed} setting(s) failed"
-        parts.append(text)
-    return " | ".join(parts)
-
-
-# --- CPU features, the wheel, allocators --------------------------------------------------
-
-def find_allocators(dirs: Sequence[str] = LIB_DIRS) -> dict[str, str]:
-    """Installed malloc replacements: name -> library path, for those found."""
-    found = {}
-    prefix = os.environ.get("CONDA_PREFIX")
-    search = [*dirs, *([os.path.join(prefix, "lib")] if prefix else [])]
-    for name, files in ALLOCATORS.items():
-        for directory in search:
-            hits = [p for f in files for p in sorted(glob.glob(os.path.join(directory, f)))]
-            if hits:
-                found[name] = hits[0]
-                break
-        else:
-            lib = ctypes.util.find_library(name.replace("tcmalloc", "tcmalloc_minimal"))
-            if lib and os.path.isabs(lib):
-                found[name] = lib
-    return found
-
-
-def wheel_missing_instructions(stderr: str) -> list[str]:
-    """Parse TensorFlow's start-up line "To enable the following instructions: AVX2 FMA, in
-    other operations, rebuild TensorFlow ..." into the instruction sets the wheel leaves unused."""
-    match = re.search(r"To enable the following instructions: (.*?), in other operations", stderr)
-    return match.group(1).split() if match else []
-
-
-def wheel_report(timeout: float = 120.0) -> list[str]:
-    """Start TensorFlow in a fresh process with its info log on and return the instruction sets
-    it says it was not built to use outside its performance-critical (oneDNN) kernels."""
-    result = procs.run([sys.executable, "-c", "import tensorflow"], env={"TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=timeout)
-    return wheel_missing_instructions(result.stderr)
-
-
-def features_table(cpu_flags: Mapping[str, bool], missing: Sequence[str]) -> Any:
-    """One row per instruction set: does this CPU have it (``cpu_flags``, as in
-    ``env.cpu_info()["features"]``), and does the wheel use it everywhere or only in the kernels
-    that pick their code at run time (oneDNN)."""
-    import pandas as pd
-
-    from helpers.env import CPU_FEATURES
-
-    unused = {m.lower() for m in missing}
-    rows = []
-    for feature in CPU_FEATURES:
-        has = bool(cpu_flags.get(feature, False))
-        if not has:
-            used = "-"
-        elif feature in unused:
-            used = "only in oneDNN kernels"
-        else:
-            used = "everywhere"
-        rows.append({"instruction set": feature.upper(), "this CPU": "yes" if has else "no", "the wheel uses it": used})
-    return pd.DataFrame(rows).set_index("instruction set")
 
 
 def _threads_variants(workload: str = "matmul", small: bool = False, repeats: int = 5, rounds: int = 2) -> Any:
@@ -492,7 +239,3 @@ BENCHMARKS = [
 ]
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] != ["child"]:
-        sys.exit("usage: python -m helpers.topics.cputune child --workloads matmul,conv_step [--intra N] [--inter N]")
-    child_main(sys.argv[2:])

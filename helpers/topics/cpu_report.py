@@ -1,0 +1,168 @@
+"""What notebook 10's processes, sweeps and the TensorFlow wheel report: the allocator and
+OpenMP runtime a process has loaded (read by the child program), the allocators installed, a
+sweep's figure and one-line summary, and the instruction sets the wheel's generic code leaves
+unused.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from helpers import procs
+
+#: Allocators that can replace glibc malloc through LD_PRELOAD: file names to look for.
+ALLOCATORS: dict[str, tuple[str, ...]] = {
+    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4", "libtcmalloc_minimal.so", "libtcmalloc.so"),
+    "jemalloc": ("libjemalloc.so.2", "libjemalloc.so"),
+}
+INSTALL_HINTS = {
+    "tcmalloc": "Debian/Ubuntu: sudo apt-get install libtcmalloc-minimal4 | conda: conda install -c conda-forge gperftools",
+    "jemalloc": "Debian/Ubuntu: sudo apt-get install libjemalloc2 | conda: conda install -c conda-forge jemalloc",
+}
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+
+
+
+def error_text(exc: BaseException) -> str:
+    """The first line of an error, without TensorFlow's ``{{function_node ...}}`` prefix."""
+    text = getattr(exc, "message", None) or str(exc)
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _mapped_libraries() -> str:
+    try:
+        return Path("/proc/self/maps").read_text()
+    except OSError:
+        return ""
+
+
+def _loaded_allocator(maps: str) -> str:
+    """Which malloc replacement a process has mapped, from its /proc/<pid>/maps text."""
+    if not maps:
+        return "unknown"
+    for name in ALLOCATORS:
+        if name in maps:
+            return name
+    return "default"
+
+
+def _openmp_runtime(maps: str) -> str:
+    """Which OpenMP runtime a process has mapped (GNU libgomp, Intel libiomp), or "none"."""
+    if not maps:
+        return "unknown"
+    found = [name for name, marker in (("libgomp", "libgomp"), ("libiomp", "libiomp")) if marker in maps]
+    return ", ".join(found) or "none"
+
+
+def loaded_libraries() -> dict[str, str]:
+    """Which allocator and OpenMP runtime this process has mapped: called by the child program."""
+    maps = _mapped_libraries()  # read after the workload ran: everything it loaded is mapped
+    return {"allocator": _loaded_allocator(maps), "openmp": _openmp_runtime(maps)}
+
+
+def find_allocators(dirs: Sequence[str] = LIB_DIRS) -> dict[str, str]:
+    """Installed malloc replacements: name -> library path, for those found."""
+    found = {}
+    prefix = os.environ.get("CONDA_PREFIX")
+    search = [*dirs, *([os.path.join(prefix, "lib")] if prefix else [])]
+    for name, files in ALLOCATORS.items():
+        for directory in search:
+            hits = [p for f in files for p in sorted(glob.glob(os.path.join(directory, f)))]
+            if hits:
+                found[name] = hits[0]
+                break
+        else:
+            lib = ctypes.util.find_library(name.replace("tcmalloc", "tcmalloc_minimal"))
+            if lib and os.path.isabs(lib):
+                found[name] = lib
+    return found
+
+
+def sweep_figure(table: Any, title: str = "") -> Any:
+    """Median ms with quartile bars for each setting, one panel per workload; errors marked."""
+    from matplotlib.figure import Figure
+
+    workloads = list(dict.fromkeys(table["workload"]))
+    fig = Figure(figsize=(4.6 * len(workloads), 0.45 * table["setting"].nunique() + 1.8), layout="constrained")
+    for ax, workload in zip(fig.subplots(1, len(workloads), squeeze=False, sharex=True)[0], workloads, strict=True):
+        part = table[table["workload"] == workload]
+        ok = part["error"] == ""
+        y = range(len(part))
+        medians = part["median_ms"].where(ok, 0)
+        xerr = [(medians - part["q1_ms"]).where(ok, 0), (part["q3_ms"] - medians).where(ok, 0)]
+        ax.barh(list(y), medians, xerr=xerr, color=["tab:blue" if o else "lightgray" for o in ok], capsize=3)
+        for i, o in enumerate(ok):
+            if not o:
+                ax.text(0, i, "  fails (see its error)", va="center", fontsize=9, color="tab:red")
+        ax.set_yticks(list(y), part["setting"])
+        ax.invert_yaxis()
+        ax.set_xlabel("ms per step (median, IQR)")
+        ax.set_title(workload)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def sweep_summary(table: Any) -> str:
+    """Per workload: the fastest setting and its lead over the slowest."""
+    parts = []
+    for workload, part in table.groupby("workload", sort=False):
+        ok = part[part["error"] == ""]
+        failed = len(part) - len(ok)
+        if ok.empty:
+            parts.append(f"{workload}: every setting failed")
+            continue
+        best, worst = ok.loc[ok["median_ms"].idxmin()], ok.loc[ok["median_ms"].idxmax()]
+        text = f"{workload}: fastest {best.setting} ({best.median_ms:.1f} ms)"
+        if len(ok) > 1:
+            text += f", {worst.median_ms / best.median_ms:.2f}x ahead of {worst.setting}"
+        if failed:
+            text += f"; {failed} setting(s) failed"
+        parts.append(text)
+    return " | ".join(parts)
+
+
+def wheel_missing_instructions(stderr: str) -> list[str]:
+    """Parse TensorFlow's start-up line "To enable the following instructions: AVX2 FMA, in
+    other operations, rebuild TensorFlow ..." into the instruction sets the wheel leaves unused."""
+    match = re.search(r"To enable the following instructions: (.*?), in other operations", stderr)
+    return match.group(1).split() if match else []
+
+
+def wheel_report(timeout: float = 120.0) -> list[str]:
+    """Start TensorFlow in a fresh process with its info log on and return the instruction sets
+    it says it was not built to use outside its performance-critical (oneDNN) kernels."""
+    result = procs.run([sys.executable, "-c", "import tensorflow"], env={"TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=timeout)
+    return wheel_missing_instructions(result.stderr)
+
+
+def features_table(cpu_flags: Mapping[str, bool], missing: Sequence[str]) -> Any:
+    """One row per instruction set: does this CPU have it (``cpu_flags``, as in
+    ``env.cpu_info()["features"]``), and does the wheel use it everywhere or only in the kernels
+    that pick their code at run time (oneDNN)."""
+    import pandas as pd
+
+    from helpers.env import CPU_FEATURES
+
+    unused = {m.lower() for m in missing}
+    rows = []
+    for feature in CPU_FEATURES:
+        has = bool(cpu_flags.get(feature, False))
+        if not has:
+            used = "-"
+        elif feature in unused:
+            used = "only in oneDNN kernels"
+        else:
+            used = "everywhere"
+        rows.append({"instruction set": feature.upper(), "this CPU": "yes" if has else "no", "the wheel uses it": used})
+    return pd.DataFrame(rows).set_index("instruction set")
+
+
