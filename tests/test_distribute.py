@@ -55,7 +55,7 @@ def test_parameter_server_chief_trains_variables_on_the_server(tmp_path):
     table = distribute.run_cluster("ps", tmp_path, steps=5, batch=32, timeout=180)
     row = table.loc["chief:0"]
     assert row["w_device"].startswith("/job:ps/") and row["steps"] == 5
-    assert row["last_loss"] < row["first_loss"]
+    assert row["end_loss"] < row["start_loss"]  # on all the data: the async steps' own order varies
 
 
 def test_workers_agree_needs_two_identical_digests():

@@ -231,8 +231,13 @@ def ps_main(steps: int, batch: int) -> None:
 
     losses = [coordinator.schedule(step, args=(iterator,)) for _ in range(steps)]
     coordinator.join()
+    # Steps run asynchronously on the workers: the first one scheduled need not run first, so
+    # judge training by the loss on all the data before (zero variables) and after.
+    start_loss = float(tf.reduce_mean(tf.square(y)))
+    end_loss = float(tf.reduce_mean(tf.square(x @ w.read_value() + b.read_value() - y)))
     procs.emit({"task": f"{kind}:{index}", "steps": len(losses), "first_loss": float(losses[0].fetch()),
-                "last_loss": float(losses[-1].fetch()), "w_device": w.device, "b_device": b.device,
+                "last_loss": float(losses[-1].fetch()), "start_loss": start_loss, "end_loss": end_loss,
+                "w_device": w.device, "b_device": b.device,
                 "w": [round(float(v), 6) for v in w.numpy().ravel()]})
 
 
