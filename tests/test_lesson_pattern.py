@@ -72,6 +72,11 @@ TAUGHT: dict[str, list[str]] = {
         "jit_compile=True", 'jit_compile="auto"', "model.jit_compile", 'data_format="NCHW"',
         "tf.io.decode_and_crop_jpeg(", "tf.io.encode_jpeg(", "global_jit_level", "tf.compat.v1.Session(",
     ],
+    "09_choose_rnn_kernels.ipynb": [
+        "keras.layers.LSTM(", "keras.layers.RNN(keras.layers.LSTMCell(", "unroll=True", "keras.layers.GRU(",
+        "tf.raw_ops.BlockLSTMV2(", "cell.kernel, cell.recurrent_kernel", "set_weights(", "tf.GradientTape()",
+        "use_cudnn=True", "cudnn_blockers(", ".as_graph_def()", "tf.compat.v1.nn.dynamic_rnn",
+    ],
     "10_tune_the_cpu.ipynb": [
         "CPU_CHILD", "tf.config.threading.set_intra_op_parallelism_threads(",
         "tf.config.threading.set_inter_op_parallelism_threads(", "get_intra_op_parallelism_threads()",

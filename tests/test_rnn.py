@@ -72,3 +72,16 @@ def test_benchmark_registered():
 
     record = bench.registry()["rnn.unrolled_vs_loop"].run(quick=True)
     assert record["speedup"] > 0 and record["baseline"] == "loop"
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"activation": "relu"}, {"recurrent_activation": "hard_sigmoid"},
+                                    {"unroll": True}, {"use_bias": False}])
+def test_cudnn_blockers_agree_with_keras_own_check(kwargs):
+    """Notebook 09's cudnn_blockers against Keras' private check of the same settings."""
+    import keras
+    from keras.src.backend.tensorflow.rnn import _do_lstm_arguments_support_cudnn
+
+    layer = keras.layers.LSTM(4, **kwargs)
+    cell = layer.cell
+    keras_ok = _do_lstm_arguments_support_cudnn(cell.activation, cell.recurrent_activation, layer.unroll, cell.use_bias)
+    assert (rnn.lesson().cudnn_blockers(layer) == []) == keras_ok

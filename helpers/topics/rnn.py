@@ -1,5 +1,6 @@
-"""RNN kernels (notebook 09): Keras 3's LSTM paths, GRU and the fused ``BlockLSTMV2`` op on the
-same inputs, and what unrolling a loop costs in tracing, speed and graph size.
+"""RNN kernels (notebook 09): the variants the widgets and the bench time, built from the
+notebook's exported lesson code (``helpers.lessons.choose_rnn_kernels``: the Keras 3 LSTM paths,
+GRU and the fused ``BlockLSTMV2`` op), and what unrolling costs in tracing, speed and graph size.
 
 The LSTM variants share one set of weights, so their outputs can be checked against each other
 before any of them is timed.
@@ -7,6 +8,7 @@ before any of them is timed.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,24 +20,21 @@ from helpers.timing import ProgressFn
 KINDS = ("LSTM", "RNN(LSTMCell)", "LSTM unroll=True", "GRU", "BlockLSTMV2")
 LSTM_KINDS = ("LSTM", "RNN(LSTMCell)", "LSTM unroll=True", "BlockLSTMV2")
 
-#: When Keras 3's LSTM (TensorFlow back end) runs cuDNN's fused kernel instead of its loop.
-CUDNN_CONDITIONS = (
-    "a GPU is visible to TensorFlow",
-    "use_cudnn='auto' (the default) or True",
-    "activation='tanh' and recurrent_activation='sigmoid' (the defaults)",
-    "recurrent_dropout=0 (dropout on the inputs is allowed)",
-    "unroll=False and use_bias=True (the defaults)",
-    "no mask, or a mask that is strictly right-padded (every sequence's padding at its end)",
-)
+
+def lesson() -> Any:
+    """Notebook 09's exported lesson code (imported on use: it imports TensorFlow)."""
+    from helpers.lessons import choose_rnn_kernels
+
+    return choose_rnn_kernels
 
 
 def rnn_variants(
     batch: int = 32, steps: int = 50, features: int = 32, units: int = 128, training: bool = True,
     kinds: Sequence[str] = KINDS,
 ) -> dict[str, Callable[[], Any]]:
-    """One ``tf.function`` per kind, on the same ``[batch, steps, features]`` input, returning the
-    output sequence (and, with ``training``, the gradients of a loss on it). The LSTM kinds share
-    one set of weights; GRU has its own."""
+    """Notebook 09's paths as ``tf.function``s on one ``[batch, steps, features]`` input: its
+    ``recurrent_layers`` (the LSTM kinds share weights) and ``block_lstm``, forward only or, with
+    ``training``, through its ``train_step``."""
     import keras
     import tensorflow as tf
 
@@ -44,55 +43,20 @@ def rnn_variants(
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
         raise ValueError(f"kinds must be among {list(KINDS)}, got {list(kinds)!r}")
+    code = lesson()
     keras.utils.set_random_seed(0)
+    layers = code.recurrent_layers(units, steps, features)
     x = tf.random.stateless_normal([batch, steps, features], seed=(1, 2))
-    target = tf.random.stateless_normal([batch, steps, units], seed=(3, 4))  # a loss with real gradients
-
-    reference = keras.layers.LSTM(units, return_sequences=True)
-    reference.build((None, steps, features))
-    layers: dict[str, Any] = {"LSTM": reference}
-    if "RNN(LSTMCell)" in kinds:
-        layers["RNN(LSTMCell)"] = keras.layers.RNN(keras.layers.LSTMCell(units), return_sequences=True)
-    if "LSTM unroll=True" in kinds:
-        layers["LSTM unroll=True"] = keras.layers.LSTM(units, return_sequences=True, unroll=True)
-    if "GRU" in kinds:
-        layers["GRU"] = keras.layers.GRU(units, return_sequences=True)
-    for name, layer in layers.items():
-        if name != "LSTM":
-            layer.build((None, steps, features))
-        if name in LSTM_KINDS and name != "LSTM":
-            layer.set_weights(reference.get_weights())
-
-    def keras_call(layer: Any) -> tuple[Callable[[], Any], list[Any]]:
-        return (lambda: layer(x)), layer.trainable_variables
-
-    calls: dict[str, tuple[Callable[[], Any], list[Any]]] = {k: keras_call(v) for k, v in layers.items()}
-    if "BlockLSTMV2" in kinds:
-        cell = reference.cell
-        w = tf.Variable(tf.concat([cell.kernel, cell.recurrent_kernel], axis=0))  # same gate order as Keras
-        b = tf.Variable(tf.convert_to_tensor(cell.bias))
-        zeros_state, zeros_peep = tf.zeros([batch, units]), tf.zeros([units])
-
-        def block() -> Any:
-            outputs = tf.raw_ops.BlockLSTMV2(
-                seq_len_max=tf.constant(steps, tf.int64), x=tf.transpose(x, [1, 0, 2]),  # time-major
-                cs_prev=zeros_state, h_prev=zeros_state, w=w, wci=zeros_peep, wcf=zeros_peep, wco=zeros_peep,
-                b=b, cell_clip=-1.0, use_peephole=False)
-            return tf.transpose(outputs[6], [1, 0, 2])  # h, batch-major again
-
-        calls["BlockLSTMV2"] = (block, [w, b])
-
-    def step(forward: Callable[[], Any], variables: list[Any]) -> Callable[[], Any]:
-        def run() -> Any:
-            if not training:
-                return forward()
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(forward() - target))
-            return tape.gradient(loss, variables)
-
-        return tf.function(run)
-
-    return {k: step(*calls[k]) for k in kinds}
+    target = tf.random.stateless_normal([batch, steps, units], seed=(3, 4))
+    cell = layers["LSTM"].cell
+    calls: dict[str, Any] = {**layers, "BlockLSTMV2": functools.partial(code.block_lstm, cell=cell)}
+    variables = {name: layer.trainable_variables for name, layer in layers.items()}
+    variables["BlockLSTMV2"] = [cell.kernel, cell.recurrent_kernel, cell.bias]
+    out = {}
+    for kind in kinds:
+        forward = functools.partial(calls[kind], x)
+        out[kind] = tf.function(functools.partial(code.train_step, forward, target, variables[kind]) if training else forward)
+    return out
 
 
 def cudnn_variants(batch: int = 32, steps: int = 50, features: int = 32, units: int = 128) -> dict[str, Callable[[], Any]]:
@@ -198,26 +162,15 @@ def unroll_summary(table: Any) -> str:
 
 
 def check_cudnn_ready(layer: Any) -> Feedback:
-    """Exercise check: a ``keras.layers.LSTM`` whose settings let it take the cuDNN kernel on a GPU."""
+    """Exercise check: a ``keras.layers.LSTM`` whose settings let it take the cuDNN kernel on a
+    GPU, judged by the notebook's ``cudnn_blockers``."""
     import keras
 
     if not isinstance(layer, keras.layers.LSTM):
         return not_yet(f"pass a keras.layers.LSTM layer, got {type(layer).__name__}")
-    problems = []
-    if layer.use_cudnn not in ("auto", True):
-        problems.append(f"use_cudnn={layer.use_cudnn!r}")
-    if layer.cell.activation is not keras.activations.tanh:
-        problems.append(f"activation={getattr(layer.cell.activation, '__name__', layer.cell.activation)}")
-    if layer.cell.recurrent_activation is not keras.activations.sigmoid:
-        problems.append("recurrent_activation is not sigmoid")
-    if layer.cell.recurrent_dropout:
-        problems.append(f"recurrent_dropout={layer.cell.recurrent_dropout}")
-    if layer.unroll:
-        problems.append("unroll=True")
-    if not layer.cell.use_bias:
-        problems.append("use_bias=False")
-    if problems:
-        return not_yet("this layer would run the generic loop on a GPU because of: " + ", ".join(problems))
+    blockers = lesson().cudnn_blockers(layer)
+    if blockers:
+        return not_yet("this layer would run the generic loop on a GPU because of: " + ", ".join(blockers))
     return correct("on a GPU this layer takes the cuDNN kernel (with no mask or a right-padded one)")
 
 
