@@ -31,7 +31,7 @@ from helpers.comparison import Comparison
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
 TOPIC_MODULES: tuple[str, ...] = tuple(
     f"helpers.topics.{name}"
-    for name in ("graphs", "memory", "retracing", "shard_reading", "pipelines", "fused", "rnn", "cputune", "quant", "model_latency",
+    for name in ("graphs", "memory", "retracing", "shard_reading", "pipelines", "fused", "rnn", "cputune", "quant", "model_latency", "precision",
                  "distribute", "capstone")
 )
 

@@ -1,4 +1,4 @@
-"""Launch a TensorFlow cluster of local processes (notebook 12): one process per task, each with
+"""Launch a TensorFlow cluster of local processes (notebook 13): one process per task, each with
 its own ``TF_CONFIG``, ports on the loopback interface only, a log file per task, a timeout, and
 every process stopped and reaped when the run ends or any task fails.
 

@@ -47,7 +47,7 @@ def test_multiworker_mirrored_workers_end_identical(tmp_path):
 def test_keras_fit_failure_is_reported(tmp_path):
     table = distribute.run_cluster("keras-fit", tmp_path, steps=3, batch=16, timeout=180)
     # Keras 3 fit under MultiWorkerMirroredStrategy failed in TF 2.21 (keras-team/keras#20585);
-    # if a release fixes it this test says so, and notebook 12's prose must change with it.
+    # if a release fixes it this test says so, and notebook 13's prose must change with it.
     assert table["error"].str.contains("PerReplica").all(), table["error"].tolist()
 
 

@@ -86,7 +86,7 @@ def test_refuses_cells_that_are_not_what_the_reader_saw_or_run_at_import(tmp_pat
 def test_notebook_names_must_carry_a_number(tmp_path):
     with pytest.raises(export.ExportError, match="NN_verb_phrase"):
         export.module_name(tmp_path / "scratch.ipynb")
-    assert export.module_name(Path("notebooks/13_profile_and_tune_a_job.ipynb")) == "profile_and_tune_a_job"
+    assert export.module_name(Path("notebooks/14_profile_and_tune_a_job.ipynb")) == "profile_and_tune_a_job"
 
 
 def test_cli_check_reports_and_exits_non_zero(tmp_path, monkeypatch, capsys):

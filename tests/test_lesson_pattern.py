@@ -2,7 +2,7 @@
 
 For each notebook in ``TAUGHT``: every call it teaches appears in a visible, executed code cell
 that is not an exercise's solution; its Summary ends in an executed idiom cell; and each helpers
-module it imports is at most 300 lines. Notebooks 05-13 join ``TAUGHT`` as their issues bring
+module it imports is at most 300 lines. Notebooks 13-14 join ``TAUGHT`` as their issues bring
 them into the pattern.
 """
 
@@ -89,6 +89,16 @@ TAUGHT: dict[str, list[str]] = {
         "converter.target_spec.supported_types = [tf.float16]", "from ai_edge_litert.interpreter import Interpreter",
         "allocate_tensors()", "get_input_details()", "set_tensor(", "invoke()", "get_tensor(", '["quantization"]',
         "keras.applications.MobileNetV2(", "weights=None", "num_threads=", 'format="litert"', '.quantize("int8")',
+    ],
+    "12_train_in_mixed_precision.ipynb": [
+        'keras.mixed_precision.set_global_policy("mixed_bfloat16")', "keras.mixed_precision.global_policy()",
+        ".compute_dtype", ".variable_dtype", 'dtype="float32"', "model.compile(", "jit_compile=jit_compile",
+        "steps_per_execution=steps_per_execution", 'jit_compile="auto"', ".jit_compile", "model.fit(",
+        "model.evaluate(", "keras.optimizers.LossScaleOptimizer(", ".initial_scale", ".dynamic_growth_steps",
+        ".inner_optimizer", "optimizer.scale_loss(", "optimizer.apply(", "tf.GradientTape()", "tf.float16",
+        "tf.config.experimental.tensor_float_32_execution_enabled()", '"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"',
+        '"ONEDNN_VERBOSE": "1"', "tf.compat.v1.mixed_precision.enable_mixed_precision_graph_rewrite(",
+        "tf.config.optimizer.set_experimental_options(", "auto_mixed_precision_onednn_bfloat16",
     ],
 }
 

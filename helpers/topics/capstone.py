@@ -1,4 +1,4 @@
-"""The capstone of notebook 13: a deliberately naive training job improved one technique at a
+"""The capstone of notebook 14: a deliberately naive training job improved one technique at a
 time, each stage measured in a fresh process, with step and cumulative speed-ups.
 
 The job: a small conv net with batch norm on generated 64x64 JPEGs in TFRecord shards (the

@@ -1,4 +1,4 @@
-"""Data-parallel training and where variables live (notebook 12).
+"""Data-parallel training and where variables live (notebook 13).
 
 In one process: ``MirroredStrategy`` and ``CentralStorageStrategy`` over logical devices, with a
 small linear model trained by a custom loop, so that variable placement and replica agreement can
@@ -273,7 +273,7 @@ def workers_agree(table: Any) -> bool:
 def cluster_experiment(mode: str = "mwms", workers: int = 2, steps: int = 20,
                        on_progress: Any = None) -> Any:
     """Run ``mode`` as a local cluster in a fresh temporary log folder: the experiment behind
-    notebook 12's widget."""
+    notebook 13's widget."""
     import tempfile
 
     if on_progress is not None:

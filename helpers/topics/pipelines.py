@@ -33,7 +33,7 @@ def lesson() -> Any:
 
 @dataclass(frozen=True)
 class Options:
-    """The switches of the notebook's ``make_pipeline``, checked (notebook 13's stages use them)."""
+    """The switches of the notebook's ``make_pipeline``, checked (notebook 14's stages use them)."""
 
     source: str = "tfrecord"  # "generator": Python prepares every batch (the feed_dict analogue)
     parallel: bool = False
@@ -59,7 +59,7 @@ def build(shards: Sequence[str], options: Options = Options()) -> Any:
 
 
 def python_batches(shards: Sequence[str], batch: int, seed: int) -> Iterator[tuple[Any, Any]]:
-    """The notebook's Python feed (``python_batches``), for notebook 13's naive stage."""
+    """The notebook's Python feed (``python_batches``), for notebook 14's naive stage."""
     return lesson().python_batches(list(shards), batch, seed)
 
 

@@ -1,4 +1,4 @@
-"""Profile a few training steps and read the trace without TensorBoard (notebook 13).
+"""Profile a few training steps and read the trace without TensorBoard (notebook 14).
 
 ``record`` wraps each step in a ``tf.profiler.experimental.Trace("train", step_num=...)`` span
 and writes TensorFlow's XPlane trace (``plugins/profile/<run>/<host>.xplane.pb``); ``load``

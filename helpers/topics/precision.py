@@ -1,0 +1,299 @@
+"""Mixed precision and Keras 3's compile settings (notebook 12): the synthetic images it trains
+on, whether this CPU computes bfloat16 natively, the variants the widgets and the bench time
+(built from the notebook's exported lesson code, ``helpers.lessons.train_in_mixed_precision``),
+fresh-process runs of its ``PRECISION_CHILD`` under a narrower oneDNN instruction set, oneDNN's
+kernel log read as a table, the batch-size sweep and the exercise checks.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from helpers.checks import whole_number
+from helpers.comparison import Comparison
+from helpers.exercises import Feedback, correct, not_yet
+from helpers.timing import ProgressFn
+
+POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+#: Instructions that compute bfloat16 natively: AVX-512 BF16 dot products and AMX tiles.
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+#: ONEDNN_MAX_CPU_ISA values a child may run under ("" = all the CPU has).
+ISAS = ("", "AVX512_CORE_AMX", "AVX512_CORE_BF16", "AVX512_CORE", "AVX2")
+MAX_IMAGE_BYTES = 2 * 2**30
+
+
+def lesson() -> Any:
+    """Notebook 12's exported lesson code (imported on use: it imports TensorFlow)."""
+    from helpers.lessons import train_in_mixed_precision
+
+    return train_in_mixed_precision
+
+
+def make_images(n: int, size: int = 56, classes: int = 10, seed: int = 0) -> tuple[Any, Any]:
+    """``n`` synthetic images ``[n, size, size, 3]`` (float32 in about 0..1) and int32 labels: each
+    class is a stripe pattern at its own angle, with random frequency, phase and noise."""
+    import numpy as np
+
+    for name, value in (("n", n), ("size", size), ("classes", classes)):
+        whole_number(name, value)
+    if n * size * size * 3 * 4 > MAX_IMAGE_BYTES:
+        raise ValueError(f"{n} images of {size}x{size}x3 float32 need {n * size * size * 12 / 2**30:.1f} GiB; "
+                         f"the limit is {MAX_IMAGE_BYTES / 2**30:.0f} GiB")
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, classes, n)
+    yy, xx = np.mgrid[0:size, 0:size] / size
+    angle = (labels * np.pi / classes + rng.normal(0, 0.05, n))[:, None, None]
+    freq, phase = rng.uniform(3, 5, n)[:, None, None], rng.uniform(0, 2 * np.pi, n)[:, None, None]
+    wave = np.sin(2 * np.pi * freq * (np.cos(angle) * xx + np.sin(angle) * yy) + phase)
+    images = 0.5 + 0.3 * wave[..., None] + rng.normal(0, 0.18, (n, size, size, 3))
+    return images.astype("float32"), labels.astype("int32")
+
+
+def bf16_support(cpuinfo: str | None = None) -> dict[str, bool]:
+    """Which of ``BF16_FLAGS`` this CPU reports, and ``native``: any of them."""
+    flags: set[str] = set()
+    if cpuinfo is None:
+        path = Path("/proc/cpuinfo")
+        cpuinfo = path.read_text(errors="replace") if path.exists() else ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            flags = set(value.split())
+            break
+    found = {flag: flag in flags for flag in BF16_FLAGS}
+    return {**found, "native": any(found.values())}
+
+
+def bf16_note(cpuinfo: str | None = None) -> str:
+    """One line: whether mixed_bfloat16 can be expected to pay on this CPU."""
+    support = bf16_support(cpuinfo)
+    if support["native"]:
+        have = ", ".join(f for f in BF16_FLAGS if support[f])
+        return f"this CPU computes bfloat16 natively ({have})"
+    return "this CPU has no bfloat16 instructions (avx512_bf16, amx_bf16): expect mixed_bfloat16 to be slower than float32"
+
+
+def fit_variants(policies: Sequence[str] = ("float32", "mixed_bfloat16"), jit_compile: Sequence[bool] = (False,),
+                 batch: int = 64, steps: int = 15, size: int = 56, steps_per_execution: int = 1) -> dict[str, Callable[[], Any]]:
+    """One epoch of ``model.fit`` (``steps`` batches) per policy and ``jit_compile`` setting, each
+    model from the notebook's ``compiled_model``, all on the same images."""
+    for name, value in (("batch", batch), ("steps", steps), ("size", size), ("steps_per_execution", steps_per_execution)):
+        whole_number(name, value)
+    bad = [p for p in policies if p not in POLICIES]
+    if bad or not policies:
+        raise ValueError(f"policies must be among {list(POLICIES)}, got {list(policies)!r}")
+    if not jit_compile or not all(isinstance(j, bool) for j in jit_compile):
+        raise ValueError(f"jit_compile must be a list of True/False, got {jit_compile!r}")
+    code = lesson()
+    train = code.image_dataset(*make_images(batch * steps, size), batch)
+    out = {}
+    for policy in policies:
+        for jit in jit_compile:
+            model = code.compiled_model(policy, jit_compile=jit, steps_per_execution=steps_per_execution, image_size=size)
+            out[policy + (" + XLA" if jit else "")] = functools.partial(model.fit, train, epochs=1, verbose=0, shuffle=False)
+    return out
+
+
+def fit_items(batch: int = 64, steps: int = 15, **_: Any) -> int:
+    """Images in one timed call of a ``fit_variants`` variant."""
+    return batch * steps
+
+
+def spe_variants(values: Sequence[int] = (1, 16), batch: int = 32, steps: int = 256, features: int = 32) -> dict[str, Callable[[], Any]]:
+    """One epoch of ``fit`` on the notebook's ``compiled_mlp`` for each ``steps_per_execution``."""
+    import numpy as np
+    import tensorflow as tf
+
+    for name, value in (("batch", batch), ("steps", steps), ("features", features), *(("steps_per_execution", v) for v in values)):
+        whole_number(name, value)
+    rng = np.random.default_rng(0)
+    data = (rng.normal(size=(batch * steps, features)).astype("float32"), rng.integers(0, 10, batch * steps))
+    train = tf.data.Dataset.from_tensor_slices(data).batch(batch).cache()
+    return {f"steps_per_execution={v}": functools.partial(lesson().compiled_mlp(v, features).fit, train, epochs=1, verbose=0,
+                                                          shuffle=False) for v in values}
+
+
+def run_child(policy: str, isa: str = "", verbose: bool = False, batch: int = 64, size: int = 56, steps: int = 3,
+              repeats: int = 3, timeout: float = 600.0) -> tuple[dict[str, Any], str]:
+    """Run the notebook's ``PRECISION_CHILD`` in a fresh process under ``ONEDNN_MAX_CPU_ISA=isa``
+    (and ``ONEDNN_VERBOSE=1`` with ``verbose``): its result row and its whole stdout."""
+    from helpers import procs
+
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {list(POLICIES)}, got {policy!r}")
+    if isa not in ISAS:
+        raise ValueError(f"isa must be one of {list(ISAS)}, got {isa!r}")
+    env = {"TF_CPP_MIN_LOG_LEVEL": "2", **({"ONEDNN_MAX_CPU_ISA": isa} if isa else {}), **({"ONEDNN_VERBOSE": "1"} if verbose else {})}
+    with tempfile.TemporaryDirectory() as folder:
+        program = Path(folder) / "precision_child.py"
+        program.write_text(lesson().PRECISION_CHILD)
+        args = [sys.executable, str(program), "--policy", policy, "--batch", str(whole_number("batch", batch)),
+                "--size", str(whole_number("size", size)), "--steps", str(whole_number("steps", steps)),
+                "--repeats", str(whole_number("repeats", repeats))]
+        result = procs.run(args, env=env, timeout=timeout)
+    rows = procs.parse_rows(result.stdout)
+    if not rows:
+        raise procs.ChildError("precision_child.py reported no result", procs.tail(result.stderr + result.stdout))
+    return rows[-1], result.stdout
+
+
+def isa_table(policies: Sequence[str] = ("float32", "mixed_bfloat16"), isas: Sequence[str] = ("", "AVX512_CORE"),
+              rounds: int = 2, on_progress: ProgressFn | None = None, **child: Any) -> Any:
+    """Training images/s of each policy under each ``ONEDNN_MAX_CPU_ISA``, every pair in its own
+    fresh process, ``rounds`` times in rotation; speed-up against float32 under the same limit."""
+    import pandas as pd
+
+    from helpers import timing
+
+    whole_number("rounds", rounds)
+    pairs = [(isa, policy) for isa in isas for policy in policies]
+    seconds: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
+    images = 0
+    for r in range(rounds):
+        for i, (isa, policy) in enumerate(timing.rotated(pairs, r)):
+            row, _ = run_child(policy, isa, **child)
+            seconds[(isa, policy)].extend(row["seconds"])
+            images = row["images"]
+            if on_progress is not None:
+                on_progress(r * len(pairs) + i + 1, rounds * len(pairs))
+    timings = {pair: timing.Timing(" ".join(pair), tuple(s), images) for pair, s in seconds.items()}
+    rows = []
+    for (isa, policy), t in timings.items():
+        base = timings.get((isa, "float32"))
+        rows.append({"ONEDNN_MAX_CPU_ISA": isa or "(all the CPU has)", "policy": policy, "images/s": round(images / t.median),
+                     "q1-q3 images/s": f"{images / t.q3:.0f}-{images / t.q1:.0f}",
+                     "vs float32": f"{base.median / t.median:.2f}x" if base else "-"})
+    return pd.DataFrame(rows).set_index(["ONEDNN_MAX_CPU_ISA", "policy"])
+
+
+_DTYPE = re.compile(r"src[:_](\w+?)[:_]")
+
+
+def onednn_kernels(stdout: str) -> Any:
+    """oneDNN's ``ONEDNN_VERBOSE=1`` lines read as a table: each primitive, pass and
+    implementation with its source dtype, the number of calls and their total milliseconds."""
+    import pandas as pd
+
+    totals: dict[tuple[str, str, str, str], list[float]] = {}
+    for line in stdout.splitlines():
+        fields = line.split(",")
+        if len(fields) < 10 or fields[0] != "onednn_verbose" or fields[3] != "exec":
+            continue
+        dtype = _DTYPE.search(fields[8])
+        key = (fields[5], fields[7], fields[6] or "-", dtype.group(1) if dtype else "?")
+        entry = totals.setdefault(key, [0, 0.0])
+        entry[0] += 1
+        entry[1] += float(fields[-1]) if re.fullmatch(r"[\d.]+", fields[-1]) else 0.0
+    rows = [{"primitive": k[0], "pass": k[1], "implementation": k[2], "dtype": k[3], "calls": int(v[0]), "total ms": round(v[1], 1)}
+            for k, v in totals.items()]
+    columns = ["primitive", "pass", "implementation", "dtype", "calls", "total ms"]
+    return pd.DataFrame(rows, columns=columns).sort_values("total ms", ascending=False, ignore_index=True)
+
+
+def batch_sweep(batches: Sequence[int] = (16, 32, 64, 128, 256), policy: str = "mixed_bfloat16", images: int = 512,
+                size: int = 56, repeats: int = 3, on_progress: ProgressFn | None = None) -> Any:
+    """Training throughput (images/s) and time per batch for each batch size: the same
+    ``images`` per timed epoch, one model per size from the notebook's ``compiled_model``."""
+    import pandas as pd
+
+    from helpers import timing
+
+    sizes = [whole_number("batch", b) for b in batches]
+    if not sizes or max(sizes) > whole_number("images", images):
+        raise ValueError(f"batches must be non-empty and at most images={images}, got {list(batches)!r}")
+    code, data = lesson(), make_images(images, size)
+    rows = []
+    for i, batch in enumerate(sizes):
+        train = code.image_dataset(*data, batch)
+        model = code.compiled_model(policy, image_size=size)
+        t = timing.measure(functools.partial(model.fit, train, epochs=1, verbose=0, shuffle=False), warmup=1, repeats=repeats)
+        steps = images // batch
+        rows.append({"batch": batch, "images/s": round(steps * batch / t.median), "ms per batch": round(t.median / steps * 1e3, 1)})
+        if on_progress is not None:
+            on_progress(i + 1, len(sizes))
+    return pd.DataFrame(rows).set_index("batch")
+
+
+def sweep_figure(table: Any, title: str = "") -> Any:
+    """Throughput and time per batch against batch size, side by side."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 3.2), layout="constrained")
+    for ax, column, colour in zip(fig.subplots(1, 2), ("images/s", "ms per batch"), ("tab:blue", "tab:orange"), strict=True):
+        ax.plot(table.index, table[column], "o-", color=colour)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(table.index), [str(b) for b in table.index])
+        ax.set_xlabel("batch size")
+        ax.set_title(column, fontsize=10)
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def sweep_summary(table: Any) -> str:
+    """The fastest batch size, and what the largest one costs per batch against the smallest."""
+    best, small, large = table["images/s"].idxmax(), table.index.min(), table.index.max()
+    return (f"most images/s at batch {best} ({table.loc[best, 'images/s']}); batch {large} took "
+            f"{table.loc[large, 'ms per batch'] / table.loc[small, 'ms per batch']:.1f}x as long per batch as batch {small}")
+
+
+def check_float32_output(model: Any) -> Feedback:
+    """Exercise check: a model whose hidden layers compute in a 16-bit dtype and whose output is float32."""
+    import keras
+    import numpy as np
+
+    if not isinstance(model, keras.Model):
+        return not_yet(f"pass a keras.Model, got {type(model).__name__}")
+    low = [layer.name for layer in model.layers if layer.compute_dtype in ("bfloat16", "float16")]
+    if not low:
+        return not_yet("no layer computes in bfloat16 or float16: build the model under mixed_bfloat16")
+    output = model(np.zeros((1, *model.input_shape[1:]), "float32"))
+    if output.dtype != "float32":
+        return not_yet(f"the model's output is {output.dtype}: give its last layer dtype='float32'")
+    return correct(f"{len(low)} of {len(model.layers)} layers compute in 16 bits, the output is float32")
+
+
+def check_scaled_step(step: Callable[..., Any]) -> Feedback:
+    """Exercise check: ``step(w, x, optimizer)`` must move ``w`` by SGD's update of the true
+    gradient, mean(x), where the float16 gradient of each element underflows without scaling."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    if not callable(step):
+        return not_yet(f"pass your step function, got {type(step).__name__}")
+    for value in (1e-5, 0.5):  # an underflowing gradient, and an ordinary one
+        w = tf.Variable(1.0)
+        optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(learning_rate=1000.0))
+        step(w, tf.fill([1024], tf.constant(value, tf.float16)), optimizer)
+        moved, expected = 1.0 - float(w.numpy()), 1000.0 * float(np.float16(value))  # SGD: w -= lr * mean(x)
+        if not np.isclose(moved, expected, rtol=0.02):
+            hint = ": the float16 gradient underflowed; scale the loss" if moved == 0 else ""
+            return not_yet(f"with x = {value:g}, w moved by {moved:.6g}, expected {expected:.6g}{hint}")
+    return correct("the scaled gradient survived float16 and the optimizer unscaled it")
+
+
+def bench_precision(batch: int = 64, steps: int = 15, size: int = 56, repeats: int = 7) -> Any:
+    """float32 against mixed_bfloat16 under ``fit`` (images/s), with the CPU's bfloat16 support as the note."""
+    from helpers import timing
+
+    table = timing.compare(fit_variants(batch=batch, steps=steps, size=size), repeats=repeats, items=batch * steps)
+    table.attrs["note"] = bf16_note()
+    return table
+
+
+BENCHMARKS = [
+    Comparison(id="precision.float32_vs_bfloat16", title="Training a 4-conv model under fit: float32 vs mixed_bfloat16 (images/s)",
+               measure=bench_precision, baseline="float32", variant="mixed_bfloat16",
+               quick={"batch": 16, "steps": 2, "size": 32, "repeats": 3}, full={"batch": 64, "steps": 15, "size": 56, "repeats": 7}),
+    Comparison(id="keras.steps_per_execution", title="fit on a tiny MLP, 256 steps of 32: steps_per_execution 1 vs 16",
+               make_variants=spe_variants, baseline="steps_per_execution=1", variant="steps_per_execution=16",
+               quick={"steps": 64}, full={"steps": 256}, repeats=7),
+]

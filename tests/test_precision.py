@@ -1,0 +1,149 @@
+"""Unit tests for helpers.topics.precision: data, CPU flags, the oneDNN log reader, the variants,
+the fresh-process child, the sweep and the exercise checks (stubs fail, solutions pass)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.topics import precision
+
+CPUINFO_BF16 = "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
+CPUINFO_AVX2 = "processor\t: 0\nflags\t\t: fpu sse avx2 fma\n"
+
+VERBOSE = """\
+onednn_verbose,v1,primitive,info,template:operation,engine,primitive,implementation,prop_kind,memory_descriptors,attributes,auxiliary,problem_desc,exec_time
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx10_1_512_amx,forward_training,src:bf16::blocked:acdb::f0 wei:bf16:a:blocked:Acdb16a::f0,attr-scratchpad:user,alg:convolution_direct,mb8_ic3oc16,0.5
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx10_1_512_amx,forward_training,src:bf16::blocked:acdb::f0 wei:bf16:a:blocked:Acdb16a::f0,attr-scratchpad:user,alg:convolution_direct,mb8_ic3oc16,1.5
+onednn_verbose,v1,primitive,exec,cpu,convolution,ref:any,backward_weights,src:f16::blocked:acdb::f0 wei:f16:a:blocked:abcd::f0,,alg:convolution_direct,mb8,2620.25
+onednn_verbose,v1,primitive,exec,cpu,gemm_api,,undef,src_f32::blocked:ba:f0 wei_f32::blocked:ab:f0 dst_f32::blocked:ab:f0,,,16x8:8x10,0.25
+{"some": "other stdout line"}
+"""
+
+
+def stub_step(w, x, optimizer):
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.cast(w, tf.float16) * x)
+    optimizer.apply(tape.gradient(loss, [w]), [w])
+
+
+def solution_step(w, x, optimizer):
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.cast(w, tf.float16) * x)
+        scaled = optimizer.scale_loss(loss)
+    optimizer.apply(tape.gradient(scaled, [w]), [w])
+
+
+def scaled_but_not_unscaled(w, x, optimizer):
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        scaled = optimizer.scale_loss(tf.reduce_mean(tf.cast(w, tf.float16) * x))
+    w.assign_sub(1000.0 * tape.gradient(scaled, w))  # the scaled gradient, applied as it is
+
+
+def test_make_images_is_deterministic_and_learnable_shaped():
+    import numpy as np
+
+    images, labels = precision.make_images(20, size=8, classes=4, seed=1)
+    assert images.shape == (20, 8, 8, 3) and images.dtype == np.float32 and labels.dtype == np.int32
+    assert set(labels.tolist()) <= {0, 1, 2, 3}
+    again, _ = precision.make_images(20, size=8, classes=4, seed=1)
+    assert np.array_equal(images, again)
+    with pytest.raises(ValueError, match="n must be a whole number"):
+        precision.make_images(0)
+    with pytest.raises(ValueError, match="GiB"):
+        precision.make_images(10**6, size=224)
+
+
+def test_bf16_support_reads_the_flags():
+    assert precision.bf16_support(CPUINFO_BF16) == {"avx512_bf16": True, "amx_bf16": True, "native": True}
+    assert precision.bf16_support(CPUINFO_AVX2)["native"] is False
+    assert "natively (avx512_bf16, amx_bf16)" in precision.bf16_note(CPUINFO_BF16)
+    assert "slower than float32" in precision.bf16_note(CPUINFO_AVX2)
+
+
+def test_onednn_kernels_sums_calls_per_implementation():
+    table = precision.onednn_kernels(VERBOSE)
+    assert list(table.columns) == ["primitive", "pass", "implementation", "dtype", "calls", "total ms"]
+    first = table.iloc[0]  # sorted by time: the reference kernel first
+    assert (first["implementation"], first["dtype"], first["calls"]) == ("ref:any", "f16", 1)
+    amx = table[table["implementation"] == "brg_conv_fwd:avx10_1_512_amx"].iloc[0]
+    assert amx["calls"] == 2 and amx["total ms"] == 2.0 and amx["dtype"] == "bf16"
+    assert table[table["primitive"] == "gemm_api"].iloc[0]["dtype"] == "f32"
+    assert precision.onednn_kernels("no oneDNN here").empty
+
+
+def test_check_float32_output():
+    import keras
+
+    def classifier(last_dtype=None, policy="mixed_bfloat16"):
+        keras.mixed_precision.set_global_policy(policy)
+        try:
+            extra = {"dtype": last_dtype} if last_dtype else {}
+            return keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                                     keras.layers.Dense(3, activation="softmax", **extra)])
+        finally:
+            keras.mixed_precision.set_global_policy("float32")
+
+    assert "output is <dtype: 'bfloat16'>" in repr(precision.check_float32_output(classifier()))
+    assert precision.check_float32_output(classifier("float32"))
+    assert "no layer computes" in repr(precision.check_float32_output(classifier(policy="float32")))
+    assert "pass a keras.Model" in repr(precision.check_float32_output("model"))
+    assert keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_check_scaled_step_judges_what_the_step_did():
+    stub = precision.check_scaled_step(stub_step)
+    assert not stub and "underflowed" in repr(stub)
+    assert precision.check_scaled_step(solution_step)
+    assert not precision.check_scaled_step(scaled_but_not_unscaled)
+    assert "pass your step function" in repr(precision.check_scaled_step(None))
+
+
+def test_fit_variants_train_each_policy_and_setting():
+    variants = precision.fit_variants(("float32", "mixed_bfloat16"), (False, True), batch=4, steps=2, size=8)
+    assert list(variants) == ["float32", "float32 + XLA", "mixed_bfloat16", "mixed_bfloat16 + XLA"]
+    for fit in variants.values():
+        history = fit()
+        assert len(history.history["loss"]) == 1
+    assert precision.fit_items(batch=4, steps=2) == 8
+    with pytest.raises(ValueError, match="policies must be among"):
+        precision.fit_variants(("float64",))
+    with pytest.raises(ValueError, match="jit_compile must be"):
+        precision.fit_variants(jit_compile=("auto",))
+
+
+def test_spe_variants_and_registered_benchmarks():
+    variants = precision.spe_variants((1, 4), steps=8)
+    assert list(variants) == ["steps_per_execution=1", "steps_per_execution=4"]
+    assert all(len(fit().history["loss"]) == 1 for fit in variants.values())
+    ids = {c.id: c for c in precision.BENCHMARKS}
+    assert set(ids) == {"precision.float32_vs_bfloat16", "keras.steps_per_execution"}
+    table = precision.bench_precision(batch=4, steps=1, size=8, repeats=1)
+    assert set(table.index) == {"float32", "mixed_bfloat16"} and table.attrs["note"].startswith("this CPU")
+
+
+def test_batch_sweep_table_figure_and_summary():
+    table = precision.batch_sweep((2, 4), "float32", images=8, size=8, repeats=1)
+    assert list(table.index) == [2, 4] and (table["images/s"] > 0).all() and (table["ms per batch"] > 0).all()
+    assert precision.sweep_summary(table).startswith("most images/s at batch")
+    assert len(precision.sweep_figure(table, "t").axes) == 2
+    with pytest.raises(ValueError, match="at most images"):
+        precision.batch_sweep((16,), images=8)
+
+
+def test_child_runs_in_a_fresh_process_and_reports_kernels():
+    row, stdout = precision.run_child("float32", verbose=True, batch=2, size=8, steps=1, repeats=1)
+    assert row["policy"] == "float32" and row["images"] == 2 and len(row["seconds"]) == 1
+    kernels = precision.onednn_kernels(stdout)
+    assert "convolution" in set(kernels["primitive"])  # oneDNN ran the convolutions and said so
+    table = precision.isa_table(("float32",), ("",), rounds=1, batch=2, size=8, steps=1, repeats=1)
+    assert table.loc[("(all the CPU has)", "float32"), "vs float32"] == "1.00x"
+    with pytest.raises(ValueError, match="isa must be one of"):
+        precision.run_child("float32", isa="SSE9")
+    with pytest.raises(ValueError, match="policy must be one of"):
+        precision.run_child("float64")
