@@ -32,7 +32,7 @@ from helpers.comparison import Comparison
 TOPIC_MODULES: tuple[str, ...] = tuple(
     f"helpers.topics.{name}"
     for name in ("graphs", "memory", "retracing", "shard_reading", "pipelines", "fused", "rnn", "cputune", "quant", "model_latency", "precision",
-                 "distribute", "capstone")
+                 "distribute", "data_service", "capstone")
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"

@@ -26,7 +26,8 @@ from helpers import procs
 from helpers.checks import whole_number
 
 LOOPBACK = "127.0.0.1"
-ROLES = ("chief", "worker", "ps", "evaluator")
+#: TensorFlow's task types, and the tf.data service's dispatcher (its programs read the same layout).
+ROLES = ("chief", "dispatcher", "worker", "ps", "evaluator")
 
 
 class ClusterError(RuntimeError):
@@ -43,7 +44,7 @@ class TaskResult:
     """How one task ended: exit code, its log, and the rows it emitted (``procs.emit``)."""
 
     task: str
-    returncode: int
+    returncode: int | None
     log: str
     rows: list[dict[str, Any]] = field(default_factory=list)
 
@@ -100,7 +101,8 @@ class Cluster:
 
     Tasks not in ``wait_for`` (parameter servers) run until the cluster stops. Any task that
     exits non-zero, or a run past ``timeout`` seconds, stops the whole cluster and raises
-    ``ClusterError`` with each task's last log lines.
+    ``ClusterError`` with each task's last log lines. A cluster of servers only (``wait_for=()``,
+    a tf.data service) is started, ``serve``d until every task listens, and stopped on exit.
     """
 
     def __init__(self, roles: Mapping[str, int], command: Sequence[str], *, logdir: str | Path,
@@ -114,7 +116,7 @@ class Cluster:
         self.command, self.timeout, self.env = list(command), timeout, dict(env or {})
         self.logdir = Path(logdir)
         self.wait_for = [r for r in wait_for if r in self.spec]
-        if not self.wait_for:
+        if wait_for and not self.wait_for:
             raise ValueError(f"wait_for {list(wait_for)} names no role of the cluster {list(self.spec)}")
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: dict[str, Any] = {}
@@ -146,6 +148,8 @@ class Cluster:
 
     def wait(self) -> dict[str, TaskResult]:
         """Wait for the ``wait_for`` tasks; return every task's result (servers after they stop)."""
+        if not self.wait_for:
+            raise ValueError("this cluster waits for no task (wait_for=()); use serve() and stop()")
         waited = [t for t in self.tasks if t.split(":")[0] in self.wait_for]
         try:
             while True:
@@ -162,6 +166,46 @@ class Cluster:
             self.stop()
         return {t: TaskResult(t, self.processes[t].returncode, self.log(t), procs.parse_rows(self.log(t)))
                 for t in self.tasks}
+
+    def serve(self, deadline: float = 60.0, ready: str | None = None) -> None:
+        """Return once every task accepts TCP connections on its port and, when ``ready`` is
+        given, has written that text to its log (a server that says when it has registered);
+        a task that exits first, or ``deadline`` seconds without all of them ready, stops the
+        cluster (``ClusterError``)."""
+        if not deadline > 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {deadline!r}")
+        pending = {t: self.spec[t.split(":")[0]][int(t.split(":")[1])] for t in self.tasks}
+        ends = time.monotonic() + deadline
+        while pending:
+            for task, address in list(pending.items()):
+                if self.processes[task].poll() is not None:
+                    tails = self._tails()
+                    self.stop()
+                    raise ClusterError(f"task {task} exited with code {self.processes[task].returncode} before "
+                                       "it was serving; the cluster was stopped", tails)
+                if ready is not None:
+                    self._logs[task].flush()
+                    if ready not in self.log(task):
+                        continue
+                host, port = address.rsplit(":", 1)
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                    probe.settimeout(0.5)
+                    if probe.connect_ex((host, int(port))) == 0:
+                        del pending[task]
+            if pending and time.monotonic() > ends:
+                tails = self._tails()
+                self.stop()
+                raise ClusterError(f"{', '.join(pending)} not serving after {deadline:g} s; the cluster was stopped", tails)
+            if pending:
+                time.sleep(0.1)  # polling the ports, not standing in for work
+
+    def results(self) -> dict[str, TaskResult]:
+        """Each task's result so far, read from its log (after ``wait`` failed, or while running)."""
+        for log in self._logs.values():
+            if not log.closed:
+                log.flush()
+        return {t: TaskResult(t, self.processes[t].poll() if t in self.processes else None, self.log(t),
+                              procs.parse_rows(self.log(t))) for t in self.tasks}
 
     def stop(self) -> None:
         """Kill every task's process group and reap it; close the logs. Safe to call twice."""
@@ -183,7 +227,8 @@ class Cluster:
 
     def _tails(self) -> dict[str, str]:
         for log in self._logs.values():
-            log.flush()
+            if not log.closed:
+                log.flush()
         return {t: procs.tail(self.log(t)) for t in self.tasks}
 
     def __enter__(self) -> Cluster:

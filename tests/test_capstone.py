@@ -1,53 +1,107 @@
-"""Unit tests for helpers.topics.capstone: the stages build on each other, runs come back as a table,
-the fused model matches the Keras one, profiling a stage shows its gaps; bad input."""
+"""Unit tests for helpers.topics.capstone and notebook 14's lesson code: the stages build on each
+other, each stage's diff names what the stage program runs, the fused model matches Keras' batch
+norm, runs in fresh processes come back as a table (a skipped stage included); bad input."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
+from helpers.timing import Timing
 from helpers.topics import capstone
 
-
-def test_each_stage_adds_one_technique():
-    names = [s.name for s in capstone.STAGES]
-    assert names[0].startswith("naive") and len(set(names)) == len(names)
-    assert capstone.STAGES[0].options.source == "generator" and not capstone.STAGES[0].fused_batch_norm
-    last = capstone.STAGES[-1]
-    assert last.options.prefetch and last.options.cache == "after_decode" and last.fused_batch_norm and last.intra > 0
+NO_BF16 = "flags\t\t: fpu sse avx512f"
 
 
-def test_fused_model_matches_keras_batch_norm_in_training():
+@pytest.fixture(scope="module")
+def lesson():
+    return capstone.lesson()
+
+
+def test_each_stage_adds_one_change(lesson):
+    assert [name for name, _ in lesson.STAGES][0] == "naive" and lesson.stage_settings(0) == lesson.NAIVE
+    for i in range(1, len(lesson.STAGES)):
+        before, after = lesson.stage_settings(i - 1), lesson.stage_settings(i)
+        assert {k for k in after if after[k] != before[k]} == set(lesson.STAGES[i][1]), lesson.STAGES[i][0]
+    last = lesson.stage_settings(len(lesson.STAGES) - 1)
+    assert last["feed"] == "tf.data" and last["cache"] == "after_decode" and last["prefetch"] and last["fused_batch_norm"]
+    assert last["policy"] == "mixed_bfloat16" and lesson.stage_settings(len(lesson.STAGES) - 1, skip=(6,))["policy"] == "float32"
+
+
+def test_diffs_name_what_the_stage_program_runs(lesson):
+    import helpers.lessons.tune_input_pipeline as pipeline_lesson
+
+    switches = set(inspect.signature(pipeline_lesson.make_pipeline).parameters) - {"paths", "source", "batch"}
+    assert set(capstone.PIPELINE_KEYS) == switches
+    assert all(f'"{key}"' in lesson.CAPSTONE_CHILD for key in capstone.PIPELINE_KEYS)
+    for call in ("python_feed(paths, ", "make_pipeline(paths, batch=", ").repeat())", "make_train_step(make_model(",
+                 "train_step(*next(batches))", "train_steps(batches, tf.constant("):
+        assert call in lesson.CAPSTONE_CHILD, call
+    for i in range(1, len(lesson.STAGES)):
+        diff = capstone.stage_diff(i)
+        assert diff and diff[0].startswith("- ") and diff[-1].startswith("+ "), lesson.STAGES[i][0]
+    assert [line[-22:] for line in capstone.stage_diff(7)] == ["e, batch=64).repeat())", ", batch=128).repeat())"]
+    assert "policy='mixed_bfloat16'" in capstone.stage_diff(6)[-1]
+    assert capstone.stage_diff(8, since=0)[0] == "- batches = python_feed(paths, 64)" and len(capstone.stage_diff(8, since=0)) == 6
+
+
+def test_skipped_without_bfloat16():
+    assert capstone.skipped(NO_BF16) == {6: capstone.precision.bf16_note(NO_BF16)}
+    assert capstone.skipped("flags\t\t: fpu avx512_bf16") == {}
+
+
+def test_fused_model_matches_keras_batch_norm_in_training(lesson):
     import keras
     import tensorflow as tf
 
     x = tf.random.stateless_normal([4, 56, 56, 3], seed=(1, 2))
-    keras_model, fused_model = capstone.make_model(False), capstone.make_model(True, seed=1)
+    keras_model, fused_model = lesson.make_model(False), lesson.make_model(True, seed=1)
     for source, target in zip(keras_model.layers, fused_model.layers, strict=True):
         if isinstance(source, keras.layers.Conv2D | keras.layers.Dense):
             target.set_weights(source.get_weights())  # batch norms start at gamma 1, beta 0 in both
     a, b = keras_model(x, training=True), fused_model(x, training=True)
     assert float(tf.reduce_max(tf.abs(a - b))) < 1e-3
+    mixed = lesson.make_model(True, "mixed_bfloat16")
+    assert mixed.layers[0].compute_dtype == "bfloat16" and mixed(x, training=True).dtype == tf.float32
+    assert keras.mixed_precision.global_policy().name == "float32"
 
 
-def test_run_stages_table(tmp_path):
-    calls = []
-    table = capstone.run_stages(tmp_path, n_images=128, epochs=1, stages=[0, 6], rounds=2,
-                                on_progress=lambda d, t: calls.append((d, t)))
-    assert list(table.index) == [capstone.STAGES[0].name, capstone.STAGES[6].name]
-    assert (table["images/s"] > 0).all() and table["cumulative"].iloc[0] == 1.0
-    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert [t.count for t in table.attrs["timings"].values()] == [2, 2]  # one epoch per round, pooled
-    assert capstone.capstone_summary(table).endswith("x)")
+def test_train_steps_runs_several_steps_per_call(lesson):
+    import tensorflow as tf
+
+    model = lesson.make_model(True)
+    step = lesson.make_train_step(model)
+    data = tf.data.Dataset.from_tensors((tf.zeros([2, 56, 56, 3]), tf.zeros([2], tf.int64))).repeat(3)
+    iterator = iter(data)
+    loss = lesson.make_train_steps(step)(iterator, tf.constant(3))
+    assert loss.shape == () and next(iterator, None) is None  # the three batches were used
+
+
+def test_stage_table_from_timings():
+    names = capstone.names()
+    timings = {0: Timing(names[0], (4.0, 4.0, 4.0), items=256), 5: Timing(names[5], (2.0, 2.0, 2.0), items=256),
+               7: Timing(names[7], (1.0, 1.0, 1.0), items=256)}
+    table = capstone.stage_table(timings, [0, 5, 6, 7], {6: "no bfloat16 here"})
+    assert list(table["images/s"].fillna(-1)) == [64, 128, -1, 256]
+    assert list(table["cumulative"].fillna(-1)) == [1.0, 2.0, -1, 4.0] and table.loc[names[7], "gain"] == 2.0
+    assert table.loc[names[6], "note"] == "skipped: no bfloat16 here"
+    report = capstone.report(table)
+    assert f"{names[6]}: skipped: no bfloat16 here" in report and "+ batches = iter(make_pipeline(" in report
+    assert capstone.capstone_summary(table).startswith("naive -> + batch 128: 4.00x in all")
     assert len(capstone.capstone_figure(table, "t").axes) == 1
 
 
-def test_trace_of_the_naive_stage_shows_gaps(tmp_path):
-    from helpers.topics import pipelines, profiling
-
-    shard_dir = tmp_path / "shards"
-    pipelines.make_jpeg_shards(shard_dir, 128)
-    steps = profiling.step_table(capstone.trace_stage(0, shard_dir, tmp_path / "trace", steps=3))
-    assert len(steps) == 3 and (steps["gap after ms"].dropna() > 0).all()
+def test_run_stages_in_fresh_processes(tmp_path, monkeypatch):
+    monkeypatch.setattr(capstone, "skipped", lambda: {6: "reason"})
+    calls = []
+    table = capstone.run_stages(tmp_path, n_images=128, epochs=1, stages=[0, 6, 8], rounds=2,
+                                on_progress=lambda d, t: calls.append((d, t)))
+    assert list(table.index) == [capstone.names()[i] for i in (0, 6, 8)]
+    assert table["images/s"].iloc[0] > 0 and table["images/s"].iloc[2] > 0 and table["cumulative"].iloc[0] == 1.0
+    assert table["note"].iloc[1] == "skipped: reason"
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert [t.count for t in table.attrs["timings"].values()] == [2, 2]  # one epoch per round, pooled
 
 
 def test_bad_input(tmp_path):
@@ -57,7 +111,9 @@ def test_bad_input(tmp_path):
         capstone.run_stages(tmp_path, epochs=0)
     with pytest.raises(ValueError, match="rounds"):
         capstone.run_stages(tmp_path, rounds=0)
+    with pytest.raises(ValueError, match="multiple of 128"):
+        capstone.run_stages(tmp_path, n_images=100)
     with pytest.raises(ValueError, match="index must be"):
-        capstone.trace_stage(-1, tmp_path, tmp_path)
-    with pytest.raises(FileNotFoundError, match="no .tfrecord shards"):
-        capstone.trace_stage(0, tmp_path / "empty", tmp_path)
+        capstone.stage_diff(0)
+    with pytest.raises(ValueError, match="index must be"):
+        capstone.stage_diff(3, since=5)

@@ -120,3 +120,60 @@ def test_bad_arguments(tmp_path):
         cluster.Cluster({"worker": 1}, COMMAND, logdir=tmp_path, timeout=0)
     with pytest.raises(ValueError, match="wait_for"):
         cluster.Cluster({"ps": 1}, COMMAND, logdir=tmp_path)
+
+
+# A stand-in server (no TensorFlow): listens on its own port from TF_CONFIG, or exits at once
+# when SERVER_MODE=die, as a server that cannot start would.
+SERVER = textwrap.dedent("""
+    import json, os, socket, sys, time
+    config = json.loads(os.environ["TF_CONFIG"])
+    me = config["task"]
+    if os.environ.get("SERVER_MODE") == "die" and me["type"] == "worker":
+        sys.exit(4)
+    host, port = config["cluster"][me["type"]][me["index"]].rsplit(":", 1)
+    listener = socket.create_server((host, int(port)))
+    print("ready", flush=True)
+    time.sleep(600)  # serve until the launcher stops it
+""")
+
+
+def test_a_cluster_of_servers_serves_on_loopback_then_stops(tmp_path, no_orphans):
+    with cluster.Cluster({"dispatcher": 1, "worker": 2}, [sys.executable, "-c", SERVER], logdir=tmp_path,
+                         wait_for=()) as service:
+        service.serve(deadline=30, ready="ready")
+        assert all(address.startswith("127.0.0.1:") for hosts in service.spec.values() for address in hosts)
+        assert all(p.poll() is None for p in service.processes.values())
+        with pytest.raises(ValueError, match="serve"):
+            service.wait()
+    assert all(p.returncode is not None for p in service.processes.values())
+
+
+def test_a_server_that_dies_before_serving_stops_the_cluster(tmp_path, no_orphans):
+    service = cluster.Cluster({"dispatcher": 1, "worker": 1}, [sys.executable, "-c", SERVER], logdir=tmp_path,
+                              wait_for=(), env={"SERVER_MODE": "die"})
+    service.start()
+    with pytest.raises(cluster.ClusterError, match="worker:0 exited with code 4 before it was serving"):
+        service.serve(deadline=30)
+
+
+def test_a_server_that_never_listens_runs_into_the_deadline(tmp_path, no_orphans):
+    service = cluster.Cluster({"dispatcher": 1}, COMMAND, logdir=tmp_path, wait_for=(), env={"TASK_MODE": "hang"})
+    service.start()
+    with pytest.raises(cluster.ClusterError, match="not serving after 2 s"):
+        service.serve(deadline=2)
+
+
+def test_results_reads_a_stopped_clusters_logs(tmp_path, no_orphans):
+    run = cluster.Cluster({"worker": 2}, COMMAND, logdir=tmp_path, env={"TASK_MODE": "fail"})
+    run.start()
+    with pytest.raises(cluster.ClusterError):
+        run.wait()
+    results = run.results()
+    assert results["worker:1"].returncode == 3 and "out of patience" in results["worker:1"].log
+
+
+def test_serve_waits_for_the_ready_line(tmp_path, no_orphans):
+    service = cluster.Cluster({"dispatcher": 1}, [sys.executable, "-c", SERVER], logdir=tmp_path, wait_for=())
+    service.start()
+    with pytest.raises(cluster.ClusterError, match="not serving after 3 s"):
+        service.serve(deadline=3, ready="a line this server never writes")

@@ -1,32 +1,55 @@
-"""Unit tests for helpers.topics.distribute: strategies agree in one process (over logical devices, so
-in a child process), and across processes on a local cluster (MWMS workers agree; Keras fit's
-failure is reported; the parameter-server chief trains variables that live on the server)."""
+"""Notebook 13's lesson code and its plumbing: the custom loop under each strategy places
+variables as the notebook says and gives the same losses (over logical devices, so in a child
+process); the worker programs run as local clusters (MWMS workers agree; Keras fit's failure under
+both multi-process strategies is reported; the parameter-server chief trains variables that live
+on the server); a killed worker's cluster resumes from its last checkpoint; the tf.data service
+starts, serves both processing modes, and leaves no process behind after a failure."""
 
 from __future__ import annotations
 
 import sys
 import textwrap
+import time
 
+import psutil
 import pytest
 
-from helpers import procs
-from helpers.topics import distribute
+from helpers import cluster, procs
+from helpers.topics import data_service, distribute
 
 IN_PROCESS = textwrap.dedent("""
     from helpers import env, procs
-    from helpers.topics import distribute
     env.setup_logical_devices(2, "CPU")
+    from helpers.lessons.distribute_training import make_strategy, train
+    from helpers.topics import distribute
+    x, y = distribute.make_data(5 * 32)
     for name in distribute.STRATEGIES:
-        result = distribute.train(distribute.make_strategy(name), steps=5, batch=32)
-        devices = distribute.variable_devices(result)
-        procs.emit({"strategy": name, "replicas": result["replicas"], "last_loss": result["losses"][-1],
-                    "spread": distribute.replica_spread(result),
+        strategy = make_strategy(name, ["/device:CPU:0", "/device:CPU:1"])
+        losses, variables = train(strategy, x, y, global_batch=32)
+        devices = distribute.variable_devices(strategy, variables)
+        copies = [c.numpy() for c in strategy.experimental_local_results(variables["w"])]
+        procs.emit({"strategy": name, "replicas": strategy.num_replicas_in_sync, "last_loss": losses[-1],
+                    "spread": float(max(abs(c - copies[0]).max() for c in copies)),
                     "w_devices": list(devices.loc["w", "device"]), "type": devices["type"].iloc[0]})
+    variants = distribute.strategy_variants(["/device:CPU:0", "/device:CPU:1"], steps=2, batch=16)
+    procs.emit({"variants": list(variants), "lengths": [len(run()) for run in variants.values()]})
 """)
 
 
+def children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+
+
+def no_descendants_left(before: set[int]) -> bool:
+    deadline = time.monotonic() + 5
+    while children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not children() - before
+
+
 def test_strategies_agree_and_place_variables_as_documented():
-    rows = {r["strategy"]: r for r in procs.run_rows([sys.executable, "-c", IN_PROCESS], timeout=180)}
+    *rows, variants = procs.run_rows([sys.executable, "-c", IN_PROCESS], timeout=180)
+    rows = {r["strategy"]: r for r in rows}
     assert rows["no strategy"]["replicas"] == 1
     assert rows["MirroredStrategy"]["replicas"] == 2 and rows["MirroredStrategy"]["spread"] == 0.0
     assert rows["MirroredStrategy"]["w_devices"] == ["/device:CPU:0", "/device:CPU:1"]  # a copy per device
@@ -35,27 +58,117 @@ def test_strategies_agree_and_place_variables_as_documented():
     assert rows["CentralStorageStrategy"]["type"] == "AggregatingVariable"
     losses = [r["last_loss"] for r in rows.values()]
     assert max(losses) - min(losses) < 1e-5  # the same math under every strategy
+    assert variants == {"variants": list(distribute.STRATEGIES), "lengths": [2, 2, 2]}
 
 
 def test_multiworker_mirrored_workers_end_identical(tmp_path):
-    table = distribute.run_cluster("mwms", tmp_path, steps=5, batch=32, timeout=180)
+    program = distribute.write_program("mwms", tmp_path)
+    table = distribute.run_cluster({"worker": 2}, [sys.executable, str(program), "--steps", "5", "--batch", "32",
+                                                   "--checkpoints", str(tmp_path / "ckpt")], logdir=tmp_path / "logs")
     assert list(table.index) == ["worker:0", "worker:1"]
-    assert distribute.workers_agree(table) and (table["replicas"] == 2).all()
-    assert (table["last_loss"] < table["first_loss"]).all()
+    assert distribute.workers_agree(table) and (table["replicas"] == 2).all() and (table["step"] == 5).all()
 
 
-def test_keras_fit_failure_is_reported(tmp_path):
-    table = distribute.run_cluster("keras-fit", tmp_path, steps=3, batch=16, timeout=180)
-    # Keras 3 fit under MultiWorkerMirroredStrategy failed in TF 2.21 (keras-team/keras#20585);
-    # if a release fixes it this test says so, and notebook 13's prose must change with it.
+def test_keras_fit_failure_is_reported_under_both_multi_process_strategies(tmp_path):
+    # Keras 3 fit under MultiWorkerMirroredStrategy and ParameterServerStrategy failed in TF 2.21
+    # (keras-team/keras#20585); if a release fixes either, this test says so, and notebook 13's
+    # prose must change with it.
+    program = distribute.write_program("mwms", tmp_path)
+    table = distribute.run_cluster({"worker": 2}, [sys.executable, str(program), "--steps", "3", "--checkpoints",
+                                                   str(tmp_path / "unused"), "--keras-fit"], logdir=tmp_path / "mwms")
     assert table["error"].str.contains("PerReplica").all(), table["error"].tolist()
+    program = distribute.write_program("ps", tmp_path)
+    table = distribute.run_cluster(distribute.ROLES["ps"], [sys.executable, str(program), "--steps", "3", "--keras-fit"],
+                                   logdir=tmp_path / "ps", wait_for=("chief",))
+    assert table["error"].str.contains("create_per_worker_dataset").all(), table["error"].tolist()
 
 
 def test_parameter_server_chief_trains_variables_on_the_server(tmp_path):
-    table = distribute.run_cluster("ps", tmp_path, steps=5, batch=32, timeout=180)
+    program = distribute.write_program("ps", tmp_path)
+    table = distribute.run_cluster(distribute.ROLES["ps"], [sys.executable, str(program), "--steps", "5"],
+                                   logdir=tmp_path, wait_for=("chief",))
     row = table.loc["chief:0"]
     assert row["w_device"].startswith("/job:ps/") and row["steps"] == 5
-    assert row["end_loss"] < row["start_loss"]  # on all the data: the async steps' own order varies
+    assert row["loss_at_end"] < row["loss_at_start"]  # on all the data: the async steps' own order varies
+
+
+def test_a_killed_worker_resumes_from_the_last_checkpoint(tmp_path):
+    before = children()
+    program = distribute.write_program("mwms", tmp_path)
+    args = [sys.executable, str(program), "--steps", "120", "--every", "10", "--checkpoints", str(tmp_path / "ckpt")]
+    first = cluster.Cluster({"worker": 2}, args, logdir=tmp_path / "run1", timeout=300)
+    first.start()
+    distribute.wait_for_step(first, "worker:0", 25)
+    first.processes["worker:1"].kill()
+    with pytest.raises(cluster.ClusterError, match="worker:1 failed with exit code -9"):
+        first.wait()
+    assert no_descendants_left(before)
+    second = cluster.run({"worker": 2}, args, logdir=tmp_path / "run2", timeout=300)
+    table = distribute.resume_table(first.results(), second)
+    assert distribute.resumed_at_checkpoint(table), table
+    restored = int(table.loc["run 2", "restored step"])
+    assert restored % 10 == 0 and restored >= 20
+    assert int(table.loc["run 1", "last step"]) - restored < 10 + 1  # at most one interval trained twice
+    assert int(table.loc["run 2", "first step"]) == restored + 1 and int(table.loc["run 2", "last step"]) == 120
+    assert bool(table.loc["run 2", "finished"]) and not bool(table.loc["run 1", "finished"])
+    straight = distribute.run_cluster({"worker": 2}, [*args[:-1], str(tmp_path / "straight")], logdir=tmp_path / "run3")
+    assert straight["weights_sha"].iloc[0] == distribute.final_rows(second)["weights_sha"].iloc[0]
+
+
+def test_resume_table_refuses_runs_without_steps():
+    empty = {"worker:0": cluster.TaskResult("worker:0", 0, "", [])}
+    with pytest.raises(ValueError, match="run 1 reported no start"):
+        distribute.resume_table(empty, empty)
+
+
+def _service_files(tmp_path):
+    from helpers.lessons import distribute_training as lesson
+
+    server, trainer = tmp_path / "server.py", tmp_path / "trainer.py"
+    server.write_text(lesson.DATA_SERVICE_SERVER)
+    trainer.write_text(lesson.DATA_SERVICE_TRAINER)
+    return server, trainer
+
+
+def test_data_service_serves_both_modes_and_leaves_nothing_after_a_failure(tmp_path):
+    before = children()
+    server, trainer = _service_files(tmp_path)
+    script = textwrap.dedent("""
+        import sys
+        import tensorflow as tf
+        from helpers import procs
+        from helpers.lessons.distribute_training import from_service, input_pipeline
+        for mode in ("parallel_epochs", "distributed_epoch"):
+            n = sum(int(b.shape[0]) for b in from_service(input_pipeline(64, 16), sys.argv[1], mode))
+            procs.emit({"mode": mode, "examples": n})
+    """)
+    with cluster.Cluster({"dispatcher": 1, "worker": 2}, [sys.executable, str(server)], logdir=tmp_path / "logs",
+                         timeout=300, wait_for=()) as service:
+        service.serve(ready="serving")  # the program prints it once registered with the dispatcher
+        assert all(a.startswith("127.0.0.1:") for hosts in service.spec.values() for a in hosts)
+        address = "grpc://" + service.spec["dispatcher"][0]
+        rows = {r["mode"]: r["examples"] for r in procs.run_rows([sys.executable, "-c", script, address], timeout=180)}
+        assert rows == {"parallel_epochs": 128, "distributed_epoch": 64}  # an epoch per worker; each example once
+        service.processes["worker:0"].kill()  # a failure mid-service: the launcher still reaps the rest
+    assert no_descendants_left(before)
+
+
+def test_worker_sweep_times_a_local_and_a_service_trainer(tmp_path):
+    server, trainer = _service_files(tmp_path)
+    calls = []
+    table = data_service.worker_sweep(server, trainer, workers=(1,), examples=64, rounds=1, repeats=1,
+                                      logdir=tmp_path / "logs", on_progress=lambda d, t: calls.append((d, t)))
+    assert list(table.index) == ["0 workers (local)", "1 worker"]
+    assert (table["repeats"] == 1).all() and (table["median_s"] > 0).all()
+    assert calls[-1] == (2, 2) and "examples per epoch" in table.attrs["note"]
+    assert data_service.sweep_summary(table).startswith("1 worker: ")
+    assert data_service.sweep_figure(table, "t").axes[0].get_title() == "t"
+
+
+@pytest.mark.parametrize("workers", [(), (0, -1), (9,), (True,), (1.5,)])
+def test_worker_sweep_refuses_bad_worker_counts(tmp_path, workers):
+    with pytest.raises(ValueError, match="workers must be whole numbers from 0 to 8"):
+        data_service.worker_sweep("s.py", "t.py", workers=workers, logdir=tmp_path)
 
 
 def test_workers_agree_needs_two_identical_digests():
@@ -67,16 +180,14 @@ def test_workers_agree_needs_two_identical_digests():
 
 
 def test_bad_input(tmp_path):
-    with pytest.raises(ValueError, match="name must be one of"):
-        distribute.make_strategy("TPUStrategy")
-    with pytest.raises(ValueError, match="cross_device_ops"):
-        distribute.make_strategy("MirroredStrategy", cross_device_ops="Ring")
     with pytest.raises(ValueError, match="mode must be one of"):
-        distribute.run_cluster("horovod", tmp_path)
+        distribute.write_program("horovod", tmp_path)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        distribute.cluster_experiment("horovod", programs={})
     with pytest.raises(ValueError, match="n must be"):
         distribute.make_data(0)
-    with pytest.raises(procs.ChildError, match="exit code 1"):
-        procs.run(procs.python_module("helpers.topics.distribute", "mwms"), timeout=60)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        distribute.lesson().make_strategy("TPUStrategy", ["/device:CPU:0"])
 
 
 def test_check_tf_config():
@@ -99,12 +210,23 @@ def test_check_mirrored_in_this_process():
     assert "it has 1 replicas" in repr(distribute.check_mirrored(one_device))
 
 
-def test_strategy_variants_train_and_return_losses():
-    variants = distribute.strategy_variants(steps=2, batch=16)
-    assert list(variants) == list(distribute.STRATEGIES)
-    for run in variants.values():
-        losses = run()
-        assert len(losses) == 2 and all(isinstance(v, float) for v in losses)
+CHECK_IN_CHILD = textwrap.dedent("""
+    from helpers import env, procs
+    env.setup_logical_devices(2, "CPU")
+    import tensorflow as tf
+    from helpers.topics import distribute
+    devices = ["/device:CPU:0", "/device:CPU:1"]
+    stub = tf.distribute.MirroredStrategy(devices)  # the default all-reduce, not the one asked for
+    solution = tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())
+    procs.emit({"stub": bool(distribute.check_mirrored(stub)), "stub_text": repr(distribute.check_mirrored(stub)),
+                "solution": bool(distribute.check_mirrored(solution))})
+""")
+
+
+def test_check_mirrored_judges_stub_and_solution():
+    row = procs.run_rows([sys.executable, "-c", CHECK_IN_CHILD], timeout=180)[-1]
+    assert not row["stub"] and "not HierarchicalCopyAllReduce" in row["stub_text"]
+    assert row["solution"]
 
 
 def test_cluster_summary_and_figure():
@@ -114,15 +236,19 @@ def test_cluster_summary_and_figure():
                         index=["worker:0", "worker:1"])
     assert distribute.cluster_summary(mwms) == "2 workers, weights identical: True, final loss 0.5000"
     fit = pd.DataFrame({"error": ["ValueError: PerReplica", ""]}, index=["worker:0", "worker:1"])
-    assert distribute.cluster_summary(fit).startswith("1 of 2 workers failed: ValueError")
-    ps = pd.DataFrame({"steps": [5], "w_device": ["/job:ps/replica:0/task:0/device:CPU:0"], "last_loss": [0.1]},
-                      index=["chief:0"])
+    assert distribute.cluster_summary(fit).startswith("1 of 2 tasks failed: ValueError")
+    ps = pd.DataFrame({"steps": [5], "w_device": ["/job:ps/replica:0/task:0/device:CPU:0"], "loss_at_start": [3.0],
+                       "loss_at_end": [0.1]}, index=["chief:0"])
     assert "variables on /job:ps/" in distribute.cluster_summary(ps)
     fig = distribute.weights_figure(mwms, "t")
     assert fig.axes[0].get_title() == "t" and len(fig.axes[0].lines) == 3  # true weights + 2 workers
 
 
-def test_cluster_experiment_reports_progress():
+def test_cluster_experiment_reports_progress(tmp_path):
     calls = []
-    table = distribute.cluster_experiment("mwms", workers=1, steps=2, on_progress=lambda d, t: calls.append((d, t)))
+    programs = {"mwms": distribute.write_program("mwms", tmp_path)}
+    table = distribute.cluster_experiment("mwms", workers=1, steps=2, programs=programs,
+                                          on_progress=lambda d, t: calls.append((d, t)))
     assert list(table.index) == ["worker:0"] and calls == [(0, 1), (1, 1)]
+    table = distribute.cluster_experiment("keras-fit", workers=1, steps=2, programs=programs)
+    assert list(table.columns) == ["error"]  # the --keras-fit mode of the same program

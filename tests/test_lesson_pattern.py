@@ -2,8 +2,8 @@
 
 For each notebook in ``TAUGHT``: every call it teaches appears in a visible, executed code cell
 that is not an exercise's solution; its Summary ends in an executed idiom cell; and each helpers
-module it imports is at most 300 lines. Notebooks 13-14 join ``TAUGHT`` as their issues bring
-them into the pattern.
+module it imports (not the generated ``helpers.lessons`` copy of its own cells) is at most 300
+lines.
 """
 
 from __future__ import annotations
@@ -100,6 +100,27 @@ TAUGHT: dict[str, list[str]] = {
         '"ONEDNN_VERBOSE": "1"', "tf.compat.v1.mixed_precision.enable_mixed_precision_graph_rewrite(",
         "tf.config.optimizer.set_experimental_options(", "auto_mixed_precision_onednn_bfloat16",
     ],
+    "13_distribute_training.ipynb": [
+        "strategy.scope()", "strategy.experimental_distribute_dataset(", "strategy.run(", "strategy.reduce(",
+        "tf.distribute.get_replica_context().all_reduce(", "tf.nn.compute_average_loss(", "tf.VariableAggregation.ONLY_FIRST_REPLICA",
+        "tf.distribute.MirroredStrategy(DEVICES)", "tf.distribute.HierarchicalCopyAllReduce()", "tf.distribute.ReductionToOneDevice()",
+        "tf.distribute.NcclAllReduce()", "tf.distribute.experimental.CentralStorageStrategy(", ".experimental_local_results(",
+        "tf.distribute.MultiWorkerMirroredStrategy()", "TF_CONFIG", "tf.distribute.cluster_resolver.TFConfigClusterResolver()",
+        "tf.distribute.Server(", "tf.distribute.ParameterServerStrategy(resolver)", "tf.distribute.coordinator.ClusterCoordinator(",
+        "coordinator.create_per_worker_dataset(", "coordinator.schedule(", "coordinator.join()", "model.fit(",
+        "tf.train.Checkpoint(", "tf.train.CheckpointManager(", "tf.train.latest_checkpoint(", "manager.save(", ".skip(",
+        "keras.callbacks.BackupAndRestore(", ".processes[\"worker:1\"].kill()",
+        "tf.data.experimental.service.DispatchServer(", "tf.data.experimental.service.DispatcherConfig(",
+        "tf.data.experimental.service.WorkerServer(", "tf.data.experimental.service.WorkerConfig(",
+        "tf.data.experimental.service.distribute(", 'processing_mode=', '"parallel_epochs"', '"distributed_epoch"',
+        "os.sched_setaffinity(", "tf.compat.v1.train",
+    ],
+    "14_profile_and_tune_a_job.ipynb": [
+        "tf.profiler.experimental.start(", 'tf.profiler.experimental.Trace("train", step_num=step, _r=1)',
+        "tf.profiler.experimental.stop()", "tf.compat.v1.nn.fused_batch_norm(", "keras.mixed_precision.set_global_policy(policy)",
+        "@tf.function", "tf.GradientTape()", "optimizer.apply(", "for _ in tf.range(steps)", "next(iterator)",
+        "make_pipeline(", 'cache="after_decode"', "prefetch=True", ".repeat()", "CAPSTONE_CHILD", "subprocess.run(",
+    ],
 }
 
 
@@ -163,7 +184,9 @@ def imported_helpers(name: str) -> set[str]:
 def test_modules_the_notebook_uses_are_small(name):
     modules = imported_helpers(name)
     assert modules, f"{name}: imports no helpers module?"
-    for module in sorted(modules):
+    # helpers.lessons.* are the notebook's own cells, copied by `make export` (test_export.py keeps
+    # them equal); their length is the lesson's, so the limit is for the hand-written helpers.
+    for module in sorted(m for m in modules if not m.startswith("helpers.lessons")):
         origin = Path(importlib.util.find_spec(module).origin)
         lines = len(origin.read_text(encoding="utf-8").splitlines())
         assert lines <= MAX_LINES, f"{module} ({origin.name}) has {lines} lines; at most {MAX_LINES}"

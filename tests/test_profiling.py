@@ -1,5 +1,5 @@
 """Unit tests for helpers.topics.profiling: the parser on a small recorded trace (six traced steps of a
-matmul training step with NumPy work between them), a live recording, and bad input."""
+matmul training step with NumPy work between them), a live recording found by ``trace_file``, and bad input."""
 
 from __future__ import annotations
 
@@ -41,26 +41,34 @@ def test_timeline_figure(recorded):
     assert labels[-1] == "train steps" and labels[0].endswith("thread 1")
 
 
-def test_live_recording(tmp_path):
+def test_live_recording_is_found_and_read(tmp_path):
+    import numpy as np
     import tensorflow as tf
 
     x = tf.random.normal([16, 16])
-    calls = []
-    path = profiling.record(lambda: x @ x, tmp_path, steps=3, between=lambda: calls.append(1))
-    assert path.suffixes[-2:] == [".xplane", ".pb"] and calls == [1, 1, 1, 1]  # warm-up + 3
+    step = tf.function(lambda: x @ x)
+    step()
+    tf.profiler.experimental.start(str(tmp_path))
+    for i in range(3):
+        np.sort(np.random.default_rng(i).random(100_000))  # outside the span: a gap
+        with tf.profiler.experimental.Trace(profiling.STEP_EVENT, step_num=i, _r=1):
+            step().numpy()
+    tf.profiler.experimental.stop()
+    path = profiling.trace_file(tmp_path)
+    assert path.suffixes[-2:] == [".xplane", ".pb"] and path.parent.parent.name == "profile"
     steps = profiling.step_table(profiling.events(profiling.load(path)))
-    assert list(steps.index) == [0, 1, 2]
+    assert list(steps.index) == [0, 1, 2] and (steps["gap after ms"].dropna() > 0).all()
 
 
 def test_bad_input(tmp_path):
     with pytest.raises(FileNotFoundError, match="no trace file"):
         profiling.load(tmp_path / "missing.xplane.pb")
+    with pytest.raises(FileNotFoundError, match="no .xplane.pb trace under"):
+        profiling.trace_file(tmp_path)
     junk = tmp_path / "junk.xplane.pb"
     junk.write_bytes(b"\xff\xfe not a protobuf")
     with pytest.raises(ValueError, match="not an XPlane trace|holds no planes"):
         profiling.load(junk)
-    with pytest.raises(ValueError, match="steps must be"):
-        profiling.record(lambda: 1, tmp_path, steps=0)
 
 
 def test_tensorboard_hint_names_the_command(tmp_path):

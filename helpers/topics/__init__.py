@@ -9,11 +9,13 @@ notebooks (and, where something else reuses it, exported to ``helpers.lessons``)
 - ``cifar``, ``tfrecords``, ``shard_reading`` (06): verified CIFAR-10 download, the shards' manifest and
   verifier, the exercise check, the reading comparison's inputs and bench id
 - ``pipelines`` (07): the JPEG shards, the training workload, throughput bounds, the switches notebook
-  13 uses, the exercise check, the bench ids
+  14 uses, the exercise check, the bench ids
 - ``fused`` (08): fused batch norm, XLA, data formats, ``decode_and_crop_jpeg``
 - ``rnn`` (09): Keras 3's LSTM paths, GRU, ``BlockLSTMV2``, unrolling
 - ``cputune`` (08, 10): workloads timed in fresh processes per thread/oneDNN/allocator setting
 - ``quant`` (11): TFLite conversion modes run with LiteRT
-- ``distribute`` (12): strategies over logical devices and local ``TF_CONFIG`` clusters
-- ``profiling``, ``capstone`` (13): XPlane traces as tables, the naive-to-tuned job
+- ``precision`` (12): mixed precision under fit, oneDNN's instruction sets and kernels, the batch sweep
+- ``distribute``, ``data_service`` (13): strategy tables and timings, the notebook's worker programs as local
+  ``TF_CONFIG`` clusters, the resume demo's logs, the tf.data service sweep
+- ``profiling``, ``capstone`` (14): XPlane traces as tables, the naive-to-tuned job in fresh processes
 """

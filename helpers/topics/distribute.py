@@ -1,20 +1,20 @@
-"""Data-parallel training and where variables live (notebook 13).
+"""Plumbing for notebook 13 (distribute training): data, tables of where variables live, the
+timing variants, running the notebook's worker programs as local clusters, reading a resumed
+run's logs, figures, and the exercise checks.
 
-In one process: ``MirroredStrategy`` and ``CentralStorageStrategy`` over logical devices, with a
-small linear model trained by a custom loop, so that variable placement and replica agreement can
-be read off. Across processes (``helpers.cluster`` starts them): ``MultiWorkerMirroredStrategy``
-workers and a ``ParameterServerStrategy`` chief with its servers, run as
-``python -m helpers.topics.distribute mwms|keras-fit|ps``.
+The lesson code (the custom loop, ``make_strategy``, the worker programs ``MWMS_WORKER`` and
+``PS_PROGRAM``) is in the notebook's ``#| export`` cells, generated into
+``helpers.lessons.distribute_training``; this module imports it and never rewrites it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,17 @@ from helpers.exercises import Feedback, correct, not_yet
 
 FEATURES = 8
 STRATEGIES = ("no strategy", "MirroredStrategy", "CentralStorageStrategy")
-CROSS_DEVICE_OPS = ("ReductionToOneDevice", "HierarchicalCopyAllReduce", "NcclAllReduce")
+#: The notebook's programs by mode (``keras-fit`` is ``MWMS_WORKER --keras-fit``), and each mode's cluster.
+PROGRAMS = {"mwms": "MWMS_WORKER", "ps": "PS_PROGRAM"}
+ROLES = {"mwms": {"worker": 2}, "keras-fit": {"worker": 2}, "ps": {"chief": 1, "ps": 1, "worker": 2}}
+REPO = Path(__file__).resolve().parents[2]
+
+
+def lesson() -> Any:
+    """Notebook 13's exported lesson code (imported on use: it imports TensorFlow)."""
+    from helpers.lessons import distribute_training
+
+    return distribute_training
 
 
 def make_data(n: int = 512, seed: int = 0) -> tuple[Any, Any]:
@@ -39,247 +49,155 @@ def make_data(n: int = 512, seed: int = 0) -> tuple[Any, Any]:
     return x, y
 
 
-def make_strategy(name: str, devices: Sequence[str] | None = None, cross_device_ops: str = "ReductionToOneDevice") -> Any:
-    """A ``tf.distribute`` strategy by name over ``devices`` (default: every logical CPU)."""
-    import tensorflow as tf
-
-    if name not in STRATEGIES:
-        raise ValueError(f"name must be one of {STRATEGIES}, got {name!r}")
-    if cross_device_ops not in CROSS_DEVICE_OPS:
-        raise ValueError(f"cross_device_ops must be one of {CROSS_DEVICE_OPS}, got {cross_device_ops!r}")
-    if devices is None:
-        devices = [d.name for d in tf.config.list_logical_devices("CPU")]
-    if name == "no strategy":
-        return tf.distribute.get_strategy()
-    if name == "CentralStorageStrategy":
-        return tf.distribute.experimental.CentralStorageStrategy(compute_devices=list(devices),
-                                                                 parameter_device="/device:CPU:0")
-    ops = getattr(tf.distribute, cross_device_ops)()
-    return tf.distribute.MirroredStrategy(devices=list(devices), cross_device_ops=ops)
-
-
-def build_trainer(strategy: Any, steps: int = 20, batch: int = 64, learning_rate: float = 0.1,
-                  seed: int = 0) -> tuple[Any, dict[str, Any]]:
-    """A function that trains ``y = x @ w + b`` by SGD for ``steps`` batches under ``strategy``
-    (custom loop: the global batch is split across replicas, gradients summed across them) and
-    returns the losses; and the variables it trains."""
-    import tensorflow as tf
-
-    for name, value in (("steps", steps), ("batch", batch)):
-        whole_number(name, value)
-    x, y = make_data(steps * batch, seed)
-    # Every replica applies the same all-reduced update; ONLY_FIRST_REPLICA says so, which
-    # CentralStorageStrategy needs to update its single copy from replica context.
-    agg = tf.VariableAggregation.ONLY_FIRST_REPLICA
-    with strategy.scope():
-        w = tf.Variable(tf.zeros([FEATURES, 1]), name="w", aggregation=agg)
-        b = tf.Variable(tf.zeros([1]), name="b", aggregation=agg)
-    dataset = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch))
-
-    @tf.function
-    def step(inputs: Any) -> Any:
-        def replica_step(features: Any, targets: Any) -> Any:
-            with tf.GradientTape() as tape:
-                per_example = tf.square(features @ w + b - targets)
-                loss = tf.nn.compute_average_loss(per_example, global_batch_size=batch)
-            grads = tape.gradient(loss, [w, b])
-            grads = tf.distribute.get_replica_context().all_reduce("sum", grads)
-            w.assign_sub(learning_rate * grads[0])
-            b.assign_sub(learning_rate * grads[1])
-            return loss
-
-        per_replica = strategy.run(replica_step, args=inputs)
-        return strategy.reduce("sum", per_replica, axis=None)
-
-    def epoch() -> list[float]:
-        return [float(step(inputs)) for inputs in dataset]
-
-    return epoch, {"w": w, "b": b}
-
-
-def train(strategy: Any, steps: int = 20, batch: int = 64, learning_rate: float = 0.1, seed: int = 0) -> dict[str, Any]:
-    """One pass of ``build_trainer``'s loop from zero weights: the losses, the variables, and
-    each replica's copy of the weights."""
-    epoch, variables = build_trainer(strategy, steps, batch, learning_rate, seed)
-    losses = epoch()
-    copies = [v.numpy() for v in strategy.experimental_local_results(variables["w"])]
-    return {"losses": losses, "variables": variables, "replica_weights": copies,
-            "replicas": strategy.num_replicas_in_sync}
-
-
-def variable_devices(result: dict[str, Any]) -> Any:
-    """Where each variable of a ``train`` result lives: one row per variable and copy."""
-    import pandas as pd
-    import tensorflow as tf
-
-    rows = []
-    for name, variable in result["variables"].items():
-        strategy = tf.distribute.get_strategy() if not hasattr(variable, "_distribute_strategy") else variable._distribute_strategy
-        copies = strategy.experimental_local_results(variable) if strategy is not None else [variable]
-        for i, copy in enumerate(copies):
-            rows.append({"variable": name, "copy": i, "device": copy.device.split("/job:localhost/replica:0/task:0")[-1] or copy.device,
-                         "type": type(variable).__name__})
-    return pd.DataFrame(rows).set_index(["variable", "copy"])
-
-
-def replica_spread(result: dict[str, Any]) -> float:
-    """Largest difference between any replica's weights and the first replica's (0 when they agree)."""
-    import numpy as np
-
-    first = result["replica_weights"][0]
-    return float(max(np.max(np.abs(copy - first)) for copy in result["replica_weights"]))
-
-
-def strategy_variants(steps: int = 10, batch: int = 256) -> dict[str, Any]:
-    """The same training run under each strategy of ``STRATEGIES``, for ``timing.compare``:
-    on logical CPUs this shows what the machinery costs, not a speed-up."""
-    return {name: build_trainer(make_strategy(name), steps, batch)[0] for name in STRATEGIES}
-
-
-# --- the processes of a cluster -------------------------------------------------------------
-
-def _weights_digest(values: Sequence[Any]) -> str:
+def weights_digest(values: Sequence[Any]) -> str:
+    """A short SHA-256 of the arrays' bytes: equal digests, bit-identical weights."""
     digest = hashlib.sha256()
     for value in values:
         digest.update(value.tobytes())
     return digest.hexdigest()[:16]
 
 
-def _task() -> tuple[str, int]:
-    task = json.loads(os.environ["TF_CONFIG"])["task"]
-    return task["type"], int(task["index"])
+def short_error(exc: BaseException) -> str:
+    """``Type: first line`` of an exception, with a ``PerReplica:{...}`` dump shortened."""
+    text = re.sub(r"\(PerReplica:\{.*\}\) with", "(PerReplica:{...}) with", str(exc), flags=re.S)
+    return f"{type(exc).__name__}: {(text.splitlines() or [''])[0][:300]}"
 
 
-def mwms_main(steps: int, batch: int) -> None:
-    """One MultiWorkerMirroredStrategy worker: a custom loop over its shard of the data; emits
-    its losses and a digest of its final weights (identical on every worker when in sync)."""
-    import tensorflow as tf
-
-    from helpers import procs
-
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    result = train(strategy, steps=steps, batch=batch)
-    w, b = (v.numpy() for v in result["variables"].values())
-    kind, index = _task()
-    procs.emit({"task": f"{kind}:{index}", "replicas": result["replicas"], "first_loss": result["losses"][0],
-                "last_loss": result["losses"][-1], "weights_sha": _weights_digest([w, b]),
-                "w": [round(float(v), 6) for v in w.ravel()]})
-
-
-def keras_fit_main(steps: int, batch: int) -> None:
-    """Keras 3 ``model.fit`` under MultiWorkerMirroredStrategy; emits the error it raises."""
-    import keras
-    import tensorflow as tf
-
-    from helpers import procs
-
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    x, y = make_data(steps * batch)
-    with strategy.scope():
-        model = keras.Sequential([keras.Input((FEATURES,)), keras.layers.Dense(1)])
-        model.compile("sgd", "mse")
-    kind, index = _task()
-    try:
-        model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch), epochs=1, verbose=0)
-    except Exception as exc:  # the failure is the result this demo reports
-        text = re.sub(r"\(PerReplica:\{.*\}\) with", "(PerReplica:{...}) with", str(exc), flags=re.S)
-        procs.emit({"task": f"{kind}:{index}", "error": f"{type(exc).__name__}: {text.splitlines()[0][:300]}"})
-        return
-    procs.emit({"task": f"{kind}:{index}", "error": ""})
-
-
-def ps_main(steps: int, batch: int) -> None:
-    """ParameterServerStrategy: parameter servers and workers serve; the chief creates the
-    variables (on the servers) and schedules training steps on the workers through a
-    ``ClusterCoordinator``, then emits where the variables live and their values."""
-    import tensorflow as tf
-
-    from helpers import procs
-
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    kind, index = _task()
-    if kind in ("worker", "ps"):
-        server = tf.distribute.Server(resolver.cluster_spec(), job_name=kind, task_index=index,
-                                      protocol=resolver.rpc_layer or "grpc", start=True)
-        server.join()  # runs until the launcher stops the cluster
-        return
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    x, y = make_data(steps * batch)
-    with strategy.scope():
-        w = tf.Variable(tf.zeros([FEATURES, 1]), name="w")
-        b = tf.Variable(tf.zeros([1]), name="b")
-
-    def dataset_fn() -> Any:
-        return tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x), seed=0).batch(batch).repeat()
-
-    iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
-
-    @tf.function
-    def step(it: Any) -> Any:
-        features, targets = next(it)
-
-        def replica_step(f: Any, t: Any) -> Any:
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(f @ w + b - t))
-            gw, gb = tape.gradient(loss, [w, b])
-            w.assign_sub(0.1 * gw)
-            b.assign_sub(0.1 * gb)
-            return loss
-
-        return strategy.run(replica_step, args=(features, targets))
-
-    losses = [coordinator.schedule(step, args=(iterator,)) for _ in range(steps)]
-    coordinator.join()
-    # Steps run asynchronously on the workers: the first one scheduled need not run first, so
-    # judge training by the loss on all the data before (zero variables) and after.
-    start_loss = float(tf.reduce_mean(tf.square(y)))
-    end_loss = float(tf.reduce_mean(tf.square(x @ w.read_value() + b.read_value() - y)))
-    procs.emit({"task": f"{kind}:{index}", "steps": len(losses), "first_loss": float(losses[0].fetch()),
-                "last_loss": float(losses[-1].fetch()), "start_loss": start_loss, "end_loss": end_loss,
-                "w_device": w.device, "b_device": b.device,
-                "w": [round(float(v), 6) for v in w.numpy().ravel()]})
-
-
-MODES = {"mwms": mwms_main, "keras-fit": keras_fit_main, "ps": ps_main}
-ROLES = {"mwms": {"worker": 2}, "keras-fit": {"worker": 2}, "ps": {"chief": 1, "ps": 1, "worker": 2}}
-
-
-def run_cluster(mode: str, logdir: str | Path, steps: int = 20, batch: int = 64, timeout: float = 180.0,
-                workers: int = 2) -> Any:
-    """Run one of ``MODES`` as a local cluster (``helpers.cluster``) and return one row per
-    reporting task (the workers for ``mwms`` and ``keras-fit``, the chief for ``ps``)."""
+def variable_devices(strategy: Any, variables: Mapping[str, Any]) -> Any:
+    """Where each variable lives: one row per variable and copy, with the variable's type."""
     import pandas as pd
 
-    from helpers import cluster, procs
+    rows = []
+    for name, variable in variables.items():
+        for i, copy in enumerate(strategy.experimental_local_results(variable)):
+            rows.append({"variable": name, "copy": i, "device": copy.device.split("/task:0")[-1] or copy.device,
+                         "type": type(variable).__name__})
+    return pd.DataFrame(rows).set_index(["variable", "copy"])
 
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
-    roles = {**ROLES[mode], "worker": workers}
-    results = cluster.run(roles, procs.python_module("helpers.topics.distribute", mode, str(steps), str(batch)),
-                          logdir=logdir, timeout=timeout, wait_for=("chief",) if mode == "ps" else ("worker",),
-                          env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    rows = [row for result in results.values() for row in result.rows]
+
+def strategy_variants(devices: Sequence[str], steps: int = 10, batch: int = 256) -> dict[str, Any]:
+    """The notebook's training step under each strategy of ``STRATEGIES``, one pass over
+    ``steps`` batches per call, for ``timing.compare``: on logical CPUs this shows what the
+    machinery costs, not a speed-up."""
+    import tensorflow as tf
+
+    for name, value in (("steps", steps), ("batch", batch)):
+        whole_number(name, value)
+    code = lesson()
+    x, y = make_data(steps * batch)
+    variants = {}
+    for name in STRATEGIES:
+        strategy = code.make_strategy(name, list(devices))
+        step = code.make_train_step(strategy, code.make_variables(strategy), batch)
+        dataset = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch))
+        variants[name] = lambda step=step, dataset=dataset: [float(step(b)) for b in dataset]
+    return variants
+
+
+# --- the notebook's programs as local clusters ------------------------------------------------
+
+def write_program(mode: str, folder: str | Path) -> Path:
+    """Write the notebook's program for ``mode`` (one of ``PROGRAMS``) into ``folder``."""
+    if mode not in PROGRAMS:
+        raise ValueError(f"mode must be one of {list(PROGRAMS)}, got {mode!r}")
+    path = Path(folder) / f"{PROGRAMS[mode].lower()}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(getattr(lesson(), PROGRAMS[mode]))
+    return path
+
+
+def final_rows(results: Mapping[str, Any]) -> Any:
+    """The last row each task emitted, one per reporting task, as a table indexed by task."""
+    import pandas as pd
+
+    rows = [result.rows[-1] for result in results.values() if result.rows]
     if not rows:
-        raise RuntimeError(f"no task reported a result; logs are in {logdir}")
+        raise RuntimeError("no task reported a result; read the logs in the cluster's log folder")
     return pd.DataFrame(rows).set_index("task").sort_index()
 
 
+def run_cluster(roles: Mapping[str, int], command: Sequence[str], *, logdir: str | Path, timeout: float = 300.0,
+                wait_for: Sequence[str] = ("worker",)) -> Any:
+    """Run ``command`` as a local cluster (``helpers.cluster``) and return the last row each
+    task emitted: the workers' for a mirrored job, the chief's for a parameter-server job."""
+    from helpers import cluster
+
+    results = cluster.run(roles, command, logdir=logdir, timeout=timeout, wait_for=wait_for,
+                          env={"PYTHONPATH": str(REPO)})
+    return final_rows(results)
+
+
 def workers_agree(table: Any) -> bool:
-    """True when every worker of an ``mwms`` run ended with the same weights (same digest)."""
-    return table["weights_sha"].nunique() == 1 and len(table) >= 2
+    """True when two or more workers ended with the same weights (same digest)."""
+    return len(table) >= 2 and table["weights_sha"].nunique() == 1
 
 
-def cluster_experiment(mode: str = "mwms", workers: int = 2, steps: int = 20,
+def wait_for_step(running: Any, task: str, step: int, timeout: float = 120.0) -> int:
+    """Read ``task``'s log of a started ``cluster.Cluster`` until it reports ``step`` or later;
+    return the step it reported. A task that exits first, or ``timeout``, raises."""
+    import time
+
+    whole_number("step", step)
+    ends = time.monotonic() + timeout
+    while time.monotonic() < ends:
+        steps = [row["step"] for row in running.results()[task].rows if row.get("event") == "step"]
+        if steps and steps[-1] >= step:
+            return steps[-1]
+        if running.processes[task].poll() is not None:
+            raise RuntimeError(f"{task} exited (code {running.processes[task].returncode}) before step {step}")
+        time.sleep(0.05)  # polling a log file, not standing in for work
+    raise TimeoutError(f"{task} did not reach step {step} in {timeout:g} s")
+
+
+def resume_table(first: Mapping[str, Any], second: Mapping[str, Any]) -> Any:
+    """A killed run and its restart, from their tasks' rows: the step each run restored, the
+    first and last step it trained (across its workers), and the checkpoint it restored."""
+    import pandas as pd
+
+    rows = {}
+    for name, results in (("run 1", first), ("run 2", second)):
+        events = [row for result in results.values() for row in result.rows]
+        starts = [row for row in events if row.get("event") == "start"]
+        steps = [row["step"] for row in events if row.get("event") == "step"]
+        if not starts or not steps:
+            raise ValueError(f"{name} reported no start or no step; read its logs")
+        rows[name] = {"restored": starts[0]["restored"], "restored step": starts[0]["step"],
+                      "first step": min(steps), "last step": max(steps),
+                      "finished": any(row.get("event") == "done" for row in events)}
+    return pd.DataFrame(rows).T
+
+
+def resumed_at_checkpoint(table: Any) -> bool:
+    """True when run 2 restored the newest checkpoint run 1 can have written (a multiple of
+    the interval, at or below run 1's last step) and run 1 restored nothing."""
+    restored = int(table.loc["run 2", "restored step"])
+    return (table.loc["run 1", "restored"] == "nothing" and table.loc["run 2", "restored"] == f"ckpt-{restored}"
+            and 0 < restored <= int(table.loc["run 1", "last step"]))
+
+
+def descendants_running(before: set[int]) -> set[int]:
+    """PIDs of this process's descendants still running that were not in ``before``."""
+    import psutil
+
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE} - before
+
+
+def cluster_experiment(mode: str = "mwms", workers: int = 2, steps: int = 20, *, programs: Mapping[str, Any],
                        on_progress: Any = None) -> Any:
-    """Run ``mode`` as a local cluster in a fresh temporary log folder: the experiment behind
-    notebook 13's widget."""
-    import tempfile
-
+    """Run ``mode``'s program (``programs["mwms"]`` or ``programs["ps"]``, files) as a local
+    cluster in a temporary folder: the experiment behind notebook 13's widget."""
+    if mode not in ROLES:
+        raise ValueError(f"mode must be one of {list(ROLES)}, got {mode!r}")
+    whole_number("workers", workers)
+    whole_number("steps", steps)
     if on_progress is not None:
         on_progress(0, 1)
-    with tempfile.TemporaryDirectory() as logdir:
-        table = run_cluster(mode, logdir, steps=steps, workers=workers)
+    args = [sys.executable, str(programs["ps" if mode == "ps" else "mwms"]), "--steps", str(steps)]
+    with tempfile.TemporaryDirectory() as work:
+        if mode != "ps":
+            args += ["--checkpoints", f"{work}/checkpoints"] + (["--keras-fit"] if mode == "keras-fit" else [])
+        table = run_cluster({**ROLES[mode], "worker": workers}, args, logdir=f"{work}/logs",
+                            wait_for=("chief",) if mode == "ps" else ("worker",))
     if on_progress is not None:
         on_progress(1, 1)
     return table
@@ -308,16 +226,18 @@ def cluster_summary(table: Any) -> str:
     """One line: agreement of MWMS workers, Keras' error, or where the PS chief's variables live."""
     if "error" in table.columns:
         errors = [e for e in table["error"] if e]
-        return f"{len(errors)} of {len(table)} workers failed: {errors[0][:100]}" if errors else "Keras fit ran"
+        return f"{len(errors)} of {len(table)} tasks failed: {errors[0][:100]}" if errors else "Keras fit ran"
     if "weights_sha" in table.columns:
         return f"{len(table)} workers, weights identical: {workers_agree(table)}, final loss {table['last_loss'].iloc[0]:.4f}"
     row = table.iloc[0]
-    return f"{row['steps']} steps scheduled by the chief, variables on {row['w_device']}, final loss {row['last_loss']:.4f}"
+    return (f"{row['steps']} steps scheduled by the chief, variables on {row['w_device']}, loss on all the data "
+            f"{row['loss_at_start']:.3f} -> {row['loss_at_end']:.4f}")
 
 
 def check_mirrored(strategy: Any) -> Feedback:
     """Exercise check: a ``MirroredStrategy`` over two devices that all-reduces with
-    ``HierarchicalCopyAllReduce``."""
+    ``HierarchicalCopyAllReduce``, judged by training with it."""
+    import numpy as np
     import tensorflow as tf
 
     if not isinstance(strategy, tf.distribute.MirroredStrategy):
@@ -327,8 +247,10 @@ def check_mirrored(strategy: Any) -> Feedback:
     ops = type(strategy.extended._cross_device_ops).__name__  # noqa: SLF001 - no public accessor
     if ops != "HierarchicalCopyAllReduce":
         return not_yet(f"its cross-device ops are {ops}, not HierarchicalCopyAllReduce")
-    result = train(strategy, steps=3, batch=16)
-    return correct(f"2 replicas, hierarchical copy; after 3 steps the replicas differ by {replica_spread(result)}")
+    _, variables = lesson().train(strategy, *make_data(3 * 16), global_batch=16)
+    copies = strategy.experimental_local_results(variables["w"])
+    spread = float(max(np.max(np.abs(c.numpy() - copies[0].numpy())) for c in copies))
+    return correct(f"2 replicas, hierarchical copy; after 3 steps the replicas differ by {spread}")
 
 
 def check_tf_config(text: Any) -> Feedback:
@@ -346,24 +268,24 @@ def check_tf_config(text: Any) -> Feedback:
     return correct("the third host's TF_CONFIG; the other two differ only in their index")
 
 
-def _workers_agree_table(steps: int = 20, small: bool = False) -> Any:
-    """For the bench: time one MWMS cluster run and report whether its workers agree."""
-    import tempfile
+def _workers_agree_table(steps: int = 20) -> Any:
+    """For the bench: time one MWMS cluster run with 1 and with 2 workers; note their agreement."""
     import time
 
     from helpers import timing
 
-    with tempfile.TemporaryDirectory() as logdir:
-        started = time.perf_counter()
-        table = run_cluster("mwms", logdir, steps=steps)
-        seconds = time.perf_counter() - started
-    with tempfile.TemporaryDirectory() as logdir:
-        started = time.perf_counter()
-        run_cluster("mwms", logdir, steps=steps, workers=1)
-        single = time.perf_counter() - started
-    result = timing.comparison_table({"1 worker": timing.Timing("1 worker", (single,)),
-                                      "2 workers": timing.Timing("2 workers", (seconds,))}, "1 worker")
-    result.attrs["note"] = f"workers agree: {workers_agree(table)} (weight digests {sorted(set(table['weights_sha']))})"
+    seconds, tables = {}, {}
+    with tempfile.TemporaryDirectory() as work:
+        program = write_program("mwms", work)
+        for workers in (1, 2):
+            started = time.perf_counter()
+            tables[workers] = run_cluster({"worker": workers}, [sys.executable, str(program), "--steps", str(steps),
+                                                                "--checkpoints", f"{work}/ckpt-{workers}"],
+                                          logdir=f"{work}/logs-{workers}")
+            seconds[workers] = time.perf_counter() - started
+    result = timing.comparison_table({"1 worker": timing.Timing("1 worker", (seconds[1],)),
+                                      "2 workers": timing.Timing("2 workers", (seconds[2],))}, "1 worker")
+    result.attrs["note"] = f"workers agree: {workers_agree(tables[2])} (weight digests {sorted(set(tables[2]['weights_sha']))})"
     return result
 
 
@@ -372,9 +294,3 @@ BENCHMARKS = [
                measure=_workers_agree_table, baseline="1 worker", variant="2 workers",
                quick={"steps": 5}, full={"steps": 20}),
 ]
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in MODES:
-        sys.exit(f"usage: python -m helpers.topics.distribute {{{'|'.join(MODES)}}} STEPS BATCH (with TF_CONFIG set)")
-    MODES[sys.argv[1]](int(sys.argv[2]), int(sys.argv[3]))

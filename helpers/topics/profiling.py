@@ -1,7 +1,8 @@
-"""Profile a few training steps and read the trace without TensorBoard (notebook 14).
+"""Read a profile without TensorBoard (notebook 14).
 
-``record`` wraps each step in a ``tf.profiler.experimental.Trace("train", step_num=...)`` span
-and writes TensorFlow's XPlane trace (``plugins/profile/<run>/<host>.xplane.pb``); ``load``
+The notebook records the trace itself (``tf.profiler.experimental.start``, a
+``Trace("train", step_num=...)`` span per step, ``stop``); TensorFlow writes it as XPlane
+(``plugins/profile/<run>/<host>.xplane.pb``). ``trace_file`` finds it, ``load``
 parses it with the protobuf classes TensorFlow ships; ``op_table``, ``step_table`` and
 ``timeline_figure`` turn it into a per-op time table and a timeline whose gaps between steps
 are the time the loop spent outside them (waiting for data). XPlane times are picoseconds.
@@ -11,47 +12,23 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from helpers.checks import whole_number
 from helpers.exercises import Feedback, correct, not_yet
 
 PS_PER_MS = 1e9
 STEP_EVENT = "train"
 
 
-def record(step: Callable[[], Any], logdir: str | Path, steps: int = 5, between: Callable[[], Any] | None = None,
-           warmup: int = 1) -> Path:
-    """Trace ``steps`` calls of ``step`` (each forced, each in a ``train`` span with its step
-    number), after ``warmup`` untraced calls; ``between()``, when given, runs before each step
-    outside its span (fetching the next batch, say). Returns the ``.xplane.pb`` written."""
-    import tensorflow as tf
-
-    from helpers import timing
-
-    whole_number("steps", steps)
-    logdir = Path(logdir)
-    before = set(glob.glob(str(logdir / "plugins" / "profile" / "*" / "*.xplane.pb")))
-    for _ in range(warmup):
-        if between is not None:
-            between()
-        timing.force(step())
-    tf.profiler.experimental.start(str(logdir))
-    try:
-        for i in range(steps):
-            if between is not None:
-                between()
-            with tf.profiler.experimental.Trace(STEP_EVENT, step_num=i, _r=1):
-                timing.force(step())
-    finally:
-        tf.profiler.experimental.stop()
-    written = sorted(set(glob.glob(str(logdir / "plugins" / "profile" / "*" / "*.xplane.pb"))) - before,
-                     key=os.path.getmtime)
-    if not written:
-        raise RuntimeError(f"the profiler wrote no .xplane.pb under {logdir}")
-    return Path(written[-1])
+def trace_file(logdir: str | Path) -> Path:
+    """The newest ``.xplane.pb`` trace the profiler wrote under ``logdir``
+    (``plugins/profile/<run>/<host>.xplane.pb``, one run folder per ``start``/``stop``)."""
+    found = glob.glob(str(Path(logdir) / "plugins" / "profile" / "*" / "*.xplane.pb"))
+    if not found:
+        raise FileNotFoundError(f"no .xplane.pb trace under {logdir}: did tf.profiler.experimental.stop() run?")
+    return Path(max(found, key=os.path.getmtime))
 
 
 def load(path: str | Path) -> Any:
@@ -121,7 +98,7 @@ def step_table(table: Any) -> Any:
     """One row per traced step: start, duration, and the gap before the next step begins."""
     steps = table[(table["name"] == STEP_EVENT) & table["step_num"].notna()].sort_values("start_ms")
     if steps.empty:
-        raise ValueError(f"the trace holds no '{STEP_EVENT}' step events: was it recorded with profiling.record?")
+        raise ValueError(f"the trace holds no '{STEP_EVENT}' step events: was each step recorded in a Trace(\"train\", step_num=...) span?")
     result = steps[["step_num", "start_ms", "duration_ms"]].astype({"step_num": int}).set_index("step_num")
     ends = result["start_ms"] + result["duration_ms"]
     result["gap after ms"] = (result["start_ms"].shift(-1) - ends).round(3)
