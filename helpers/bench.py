@@ -7,6 +7,7 @@ imports in a circle. A comparison of lesson code names it as ``"helpers.lessons.
 the code the notebook shows, exported by ``make export``.
 
     python -m helpers.bench --list            # the ids
+    python -m helpers.bench --gather FOLDER   # a room's bench.json files: one table, one figure
     python -m helpers.bench --quick           # every comparison, small sizes
     python -m helpers.bench --only graphs.eager_vs_function
 
@@ -90,8 +91,12 @@ def run_all(
     """Run the chosen comparisons with a progress bar; write ``out`` after each one."""
     from tqdm.auto import tqdm
 
+    from helpers import stamp
+
     result: dict[str, Any] = {
         "machine": dict(machine),
+        "workbook": stamp.workbook_version(),
+        "stamp": stamp.text(machine, scale="quick" if quick else "full"),
         "quick": quick,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "comparisons": [],
@@ -110,7 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", metavar="ID", help="run only this id (repeatable)")
     parser.add_argument("--quick", action="store_true", help="small workloads (about a minute in all)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results")
+    parser.add_argument("--gather", type=Path, metavar="FOLDER",
+                        help="gather the bench.json files in FOLDER (one per machine) into one table and figure")
     args = parser.parse_args(argv)
+    if args.gather is not None:
+        from helpers import gather
+
+        return gather.main(args.gather)
 
     comparisons = registry()
     if args.list:
@@ -125,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     result = run_all(chosen, args.quick, args.out, env.machine_info())
     print(markdown(result["comparisons"]))
+    print(f"\n{result['stamp']}")
     print(f"\nwrote {args.out}")
     return 0
 

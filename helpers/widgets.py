@@ -65,7 +65,10 @@ def set_title(ax: Any, title: str, width: int = 64) -> None:
 
 
 def png(fig: Any) -> bytes:
-    """Render a matplotlib figure to PNG bytes."""
+    """Render a matplotlib figure to PNG bytes, stamped with the machine that made it (``stamp``)."""
+    from helpers import stamp
+
+    stamp.on_figure(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()

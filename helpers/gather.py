@@ -1,0 +1,195 @@
+"""Gather a room's benchmark results into one table and one figure (a workshop's last half hour).
+
+Every participant runs ``make bench ARGS=--quick``, which writes ``data/results/bench.json``;
+the facilitator collects the files into one folder (any names, any subfolders) and runs
+
+    python -m helpers.bench --gather FOLDER
+
+which prints each comparison's speed-up per machine, the machines' stamps, the comparisons whose
+direction disagrees between machines, and writes ``FOLDER/gathered.md`` and ``gathered.png``.
+A file that is not a bench result is skipped with the reason; the rest is still gathered.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helpers import fileio
+
+MAX_FILES = 500
+
+
+class GatherError(ValueError):
+    """Nothing could be gathered (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One machine's bench.json: a short label, its stamp, and its records by comparison id."""
+
+    label: str
+    path: Path
+    stamp: str
+    workbook: str
+    quick: bool
+    records: dict[str, dict[str, Any]]
+
+
+def _record_ok(record: Any) -> bool:
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+        return False
+    spread = record.get("spread")
+    numbers = [record.get("speedup"), *(spread if isinstance(spread, list) and len(spread) == 2 else [None])]
+    return all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in numbers)
+
+
+def read(path: Path, label: str) -> Result:
+    """One bench.json; ``ValueError`` saying what is wrong when it is not a bench result."""
+    from helpers import stamp
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not readable JSON ({type(exc).__name__}: {exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("machine"), dict) or not isinstance(data.get("comparisons"), list):
+        raise ValueError("not a bench result: no 'machine' and 'comparisons' (write one with make bench)")
+    bad = [i for i, r in enumerate(data["comparisons"]) if not _record_ok(r)]
+    if bad:
+        raise ValueError(f"comparison {bad[0]} has no id or no positive speedup and spread")
+    if not data["comparisons"]:
+        raise ValueError("a bench result with no comparisons (was the run interrupted before the first?)")
+    quick = bool(data.get("quick", False))
+    line = data.get("stamp") or stamp.text(data["machine"], scale="quick" if quick else "full",
+                                           day=str(data.get("started", ""))[:10] or "date unknown")
+    return Result(label, Path(path), str(line), str(data.get("workbook", "unknown")), quick,
+                  {r["id"]: r for r in data["comparisons"]})
+
+
+def load(folder: str | Path) -> tuple[list[Result], list[str]]:
+    """Every bench result under ``folder``, and one line per file skipped or worth a warning."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise GatherError(f"{folder} is not a folder; put the bench.json files in one and pass it")
+    files = sorted(p for p in folder.rglob("*.json") if p.is_file())
+    if len(files) > MAX_FILES:
+        raise GatherError(f"{folder} holds {len(files)} JSON files; at most {MAX_FILES} (one per machine)")
+    results, notes = [], []
+    for path in files:
+        label = str(path.relative_to(folder).with_suffix(""))
+        label = label[:-len("/bench")] if label.endswith("/bench") else label
+        try:
+            results.append(read(path, label))
+        except ValueError as exc:
+            notes.append(f"skipped {path.relative_to(folder)}: {exc}")
+    if not results:
+        raise GatherError(f"no bench results in {folder}" + (f" ({len(notes)} files skipped: {notes[0]})" if notes else
+                                                               " (no .json files)"))
+    versions = sorted({r.workbook for r in results})
+    if len(versions) > 1:
+        by = {v: [r.label for r in results if r.workbook == v] for v in versions}
+        notes.append(f"results from different workbook versions {by}: a comparison may have changed between them")
+    if len({r.quick for r in results}) > 1:
+        notes.append("some results are --quick and some full size: their workloads differ")
+    return results, notes
+
+
+def table(results: Sequence[Result]) -> Any:
+    """Speed-ups: one row per comparison id, one column per machine (NaN where it was not run)."""
+    import pandas as pd
+
+    ids = sorted({i for r in results for i in r.records})
+    return pd.DataFrame({r.label: [r.records[i]["speedup"] if i in r.records else math.nan for i in ids] for r in results},
+                        index=pd.Index(ids, name="comparison"))
+
+
+def disagreements(results: Sequence[Result]) -> list[str]:
+    """Comparisons that are clearly faster on some machines and clearly slower on others (whole
+    interquartile range above 1 on one, below 1 on another)."""
+    lines = []
+    for i in sorted({i for r in results for i in r.records}):
+        wins = [r.label for r in results if i in r.records and r.records[i]["spread"][0] > 1]
+        losses = [r.label for r in results if i in r.records and r.records[i]["spread"][1] < 1]
+        if wins and losses:
+            lines.append(f"{i}: faster on {', '.join(wins)}; slower on {', '.join(losses)}")
+    return lines
+
+
+def missing(results: Sequence[Result]) -> list[str]:
+    """Comparisons some machines did not run."""
+    every = {i for r in results for i in r.records}
+    return [f"{i}: not run on {', '.join(r.label for r in results if i not in r.records)}"
+            for i in sorted(every) if any(i not in r.records for r in results)]
+
+
+def figure(results: Sequence[Result], title: str = "") -> Any:
+    """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their stamps."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from helpers import stamp
+
+    speedups = table(results)
+    ids, n = list(speedups.index), len(results)
+    fig = Figure(figsize=(8, 1.2 + 0.28 * len(ids) * max(n, 2) + 0.2 * n), layout="constrained")
+    ax = fig.add_subplot()
+    height = 0.8 / n
+    for k, r in enumerate(results):
+        y = np.arange(len(ids)) + k * height
+        values = speedups[r.label].to_numpy()
+        low = [v - r.records[i]["spread"][0] if i in r.records else 0 for i, v in zip(ids, values, strict=True)]
+        high = [r.records[i]["spread"][1] - v if i in r.records else 0 for i, v in zip(ids, values, strict=True)]
+        values = np.nan_to_num(values, nan=1.0)  # a comparison not run: no bar
+        ax.barh(y, values - 1.0, left=1.0, height=height, xerr=[np.clip(low, 0, None), np.clip(high, 0, None)],
+                capsize=2, label=f"{r.label}: {r.stamp}")  # from 1x: right is faster, left is slower
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ticks = [t for t in (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 10, 20) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]] or [1]
+    ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+    ax.minorticks_off()
+    ax.set_yticks(np.arange(len(ids)) + 0.4 - height / 2, ids, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("speed-up of the variant over the baseline (log scale; whiskers: interquartile range)")
+    ax.set_title(title or f"{len(ids)} comparisons on {n} machines", fontsize=10)
+    fig.legend(loc="outside lower center", fontsize=7, ncols=1, frameon=False)
+    days = sorted({r.stamp.rsplit(" · ", 1)[-1] for r in results})
+    stamp.on_figure(fig, f"gathered from {n} bench results · {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else ""))
+    return fig
+
+
+def markdown(results: Sequence[Result], notes: Sequence[str] = ()) -> str:
+    """The gathered table, the machines, and what disagrees or is missing, as markdown."""
+    speedups = table(results)
+    labels = [r.label for r in results]
+    lines = ["| comparison | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for i, row in speedups.iterrows():
+        lines.append(f"| {i} | " + " | ".join("-" if math.isnan(v) else f"{v:.2f}x" for v in row) + " |")
+    lines += ["", "Machines:"] + [f"- {r.label}: {r.stamp} (workbook {r.workbook})" for r in results]
+    for heading, items in (("Disagree in direction", disagreements(results)), ("Missing", missing(results)),
+                           ("Notes", list(notes))):
+        if items:
+            lines += ["", f"{heading}:"] + [f"- {item}" for item in items]
+    return "\n".join(lines)
+
+
+def main(folder: str | Path) -> int:
+    """``bench --gather FOLDER``: print the markdown, write gathered.md and gathered.png beside
+    the results; one clear line and exit code 1 when nothing can be gathered."""
+    from helpers import widgets
+
+    try:
+        results, notes = load(folder)
+    except GatherError as exc:
+        print(f"bench --gather: {exc}", file=sys.stderr)
+        return 1
+    text = markdown(results, notes)
+    print(text)
+    fileio.atomic_write_text(Path(folder) / "gathered.md", text + "\n")
+    fileio.atomic_write_bytes(Path(folder) / "gathered.png", widgets.png(figure(results)))
+    print(f"\nwrote {Path(folder) / 'gathered.md'} and gathered.png")
+    return 0
