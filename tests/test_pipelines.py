@@ -133,6 +133,28 @@ def test_check_reordered_stub_fails_solution_passes(shards):
         assert repr(pipelines.check_reordered(solution, shards, 96)).startswith("Correct: 96 decodes")
 
 
+def test_check_reordered_judges_the_same_with_a_global_seed(shards):
+    """A learner who set tf.random.set_seed (or a test that ran before) must get the same verdicts:
+    a fresh iterator per epoch would replay the random crops and fail even the solution."""
+    import tensorflow as tf
+
+    def solution(paths, decode=lesson.decode_record):
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()
+        return dataset.map(lesson.augment_random, num_parallel_calls=tf.data.AUTOTUNE).batch(32)
+
+    def no_cache(paths, decode=lesson.decode_record):
+        return tf.data.TFRecordDataset(paths).map(decode).map(lesson.augment_random).batch(32)
+
+    tf.random.set_seed(1234)
+    try:
+        assert repr(pipelines.check_reordered(solution, shards, 96)).startswith("Correct: 96 decodes")
+        assert "192 decodes for 96 images" in repr(pipelines.check_reordered(no_cache, shards, 96))
+        forever = pipelines.check_reordered(lambda p, decode: solution(p, decode).repeat(), shards, 96)
+        assert "repeats forever" in repr(forever)
+    finally:
+        tf.random.set_seed(None)
+
+
 def test_throughputs_table_and_verdict(shards):
     table = pipelines.throughputs(pipelines.build(shards, pipelines.Options(parallel=True)), 96, repeats=1)
     assert list(table.index) == ["data only", "compute only", "end to end"]

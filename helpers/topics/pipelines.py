@@ -234,13 +234,18 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
 
     try:
         dataset = make(list(shards), decode=counted_decode)
-        epochs = [[(x.numpy(), y.numpy()) for x, y in dataset] for _ in range(2)]
+        if int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
+            return not_yet("the pipeline repeats forever: leave .repeat() out, one pass is one epoch.")
+        # Both epochs from one iterator: with a global seed set (tf.random.set_seed), a second
+        # iterator would replay the first one's random draws and look like augmentation before the cache.
+        batches = [(x.numpy(), y.numpy()) for x, y in dataset.repeat(2)]
     except Exception as exc:  # the learner's code
         return not_yet(f"building or reading the pipeline raised {type(exc).__name__}: {exc}")
-    counts = [sum(len(y) for _, y in epoch) for epoch in epochs]
-    if counts != [n_images, n_images]:
-        return not_yet(f"the two epochs gave {counts} images, not {n_images} each: no repeat, no drop.")
-    first, second = (np.concatenate([x for x, _ in epoch]) for epoch in epochs)
+    total = sum(len(y) for _, y in batches)
+    if total != 2 * n_images:
+        return not_yet(f"two epochs gave {total} images, not {n_images} each: no repeat, no drop.")
+    images = np.concatenate([x for x, _ in batches])
+    first, second = images[:n_images], images[n_images:]
     if first.shape == second.shape and np.array_equal(first, second):
         return not_yet("both epochs gave identical images: the augmentation ran before the cache.")
     if int(decodes.numpy()) != n_images:
