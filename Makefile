@@ -22,7 +22,7 @@ NB     ?= notebooks/*.ipynb
 # The browser tests drive Debian's Chromium (no browser download).
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: help install browser lab test quick check lint unit e2e nbval bench execute export clean
+.PHONY: help install browser lab test quick check lint unit e2e nbval bench execute export site clean
 
 help:
 	@echo "make lab      open the workbook in JupyterLab (installs first)"
@@ -32,6 +32,7 @@ help:
 	@echo "make bench    run every registered comparison at full size (ARGS='--quick' for small)"
 	@echo "make execute  re-run notebooks in fresh kernels at full size and save them (NB=...)"
 	@echo "make export   copy the notebooks' #| export cells into helpers/lessons/"
+	@echo "make site     the saved notebooks as a searchable offline site in _site/ (open _site/index.html)"
 	@echo "make clean    remove .venv"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -108,6 +109,10 @@ execute: $(STAMP)
 # for the bench, later notebooks and child programs. tests/test_export.py fails when stale.
 export: $(STAMP)
 	$(BIN)/python -m helpers.export
+
+# The saved notebooks and the README as a static, searchable site (no execution; works offline).
+site: $(TSTAMP)
+	$(BIN)/python -m helpers.site
 
 clean:
 	rm -rf $(VENV)
