@@ -171,6 +171,19 @@ def test_worker_sweep_refuses_bad_worker_counts(tmp_path, workers):
         data_service.worker_sweep("s.py", "t.py", workers=workers, logdir=tmp_path)
 
 
+def test_descendants_running_sees_a_new_child_until_it_ends():
+    import subprocess
+
+    before = distribute.descendants_running(set())
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert distribute.descendants_running(before) == {child.pid}
+    finally:
+        child.kill()
+        child.wait()
+    assert distribute.descendants_running(before) == set()
+
+
 def test_workers_agree_needs_two_identical_digests():
     import pandas as pd
 

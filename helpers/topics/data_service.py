@@ -97,22 +97,10 @@ def sweep_experiment(server_file: str | Path, trainer_file: str | Path, logdir: 
 
 
 def sweep_figure(table: Any, title: str = "") -> Any:
-    """Examples per second for each number of service workers, median with the runs' range."""
-    from matplotlib.figure import Figure
+    """The widget's figure: the workbook's comparison chart (``widgets.figure``), in examples per second."""
+    from helpers import widgets
 
-    rates = [table.attrs["timings"][label] for label in table.index] if "timings" in table.attrs else None
-    fig = Figure(figsize=(6.5, 3), layout="constrained")
-    ax = fig.subplots()
-    labels = list(table.index)
-    if rates:
-        medians = [t.items / t.median for t in rates]
-        ax.bar(labels, medians, color="#4c72b0")
-        ax.errorbar(labels, medians, yerr=[[m - t.items / t.maximum for m, t in zip(medians, rates, strict=True)],
-                                           [t.items / t.minimum - m for m, t in zip(medians, rates, strict=True)]],
-                    fmt="none", color="black", capsize=4)
-    ax.set_ylabel("examples / s")
-    ax.set_title(title or "tf.data service: examples per second")
-    return fig
+    return widgets.figure(table, title or "tf.data service: examples per second", unit="s")
 
 
 def sweep_summary(table: Any) -> str:
