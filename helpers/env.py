@@ -73,6 +73,14 @@ def onednn_enabled() -> bool:
     return bool(_pywrap_util_port.IsMklEnabled())
 
 
+def usable_cores() -> int:
+    """The logical CPUs this process may run on (its affinity: ``taskset``, a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows: no affinity call
+        return os.cpu_count() or 1
+
+
 def machine_info() -> dict[str, Any]:
     """A JSON-ready summary of this machine and TensorFlow build (for reports and bench.json)."""
     import psutil
@@ -91,6 +99,7 @@ def machine_info() -> dict[str, Any]:
         "cpu_model": cpu["model"],
         "physical_cores": cpu["physical_cores"],
         "logical_cores": cpu["logical_cores"],
+        "usable_cores": usable_cores(),
         "cpu_features": [name for name, has in cpu["features"].items() if has],
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],

@@ -51,8 +51,12 @@ def text(info: Mapping[str, Any] | None = None, scale: str | None = None, day: s
     gpus = info.get("gpus") or []
     gpu = f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''}" if gpus else "no GPU"
     cores = info.get("physical_cores") or info.get("logical_cores") or "?"
+    usable, logical = info.get("usable_cores"), info.get("logical_cores")
+    if isinstance(usable, int) and isinstance(logical, int) and 0 < usable < logical:  # taskset, a container's cpuset
+        cores = f"{usable} of {logical} logical"
+    onednn = " · oneDNN off" if info.get("onednn") is False else ""
     day = day or datetime.date.today().isoformat()
-    return (f"{cpu_name(info.get('cpu_model', ''))} · {cores} cores · {gpu} · TF {info.get('tensorflow', '?')} · "
+    return (f"{cpu_name(info.get('cpu_model', ''))} · {cores} cores{onednn} · {gpu} · TF {info.get('tensorflow', '?')} · "
             f"{scale or env.scale()} · {day}")
 
 

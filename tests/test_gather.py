@@ -64,6 +64,10 @@ def test_the_stamp_names_cpu_cores_gpu_tensorflow_scale_and_date():
     assert line == "Intel Xeon · 2 cores · no GPU · TF 2.21.0 · quick · 2026-11-23"
     gpu = stamp.text({**MACHINE, "gpus": ["a", "b"]}, scale="full", day="d")
     assert "2 GPUs" in gpu
+    # a process held to fewer CPUs (taskset, a container's cpuset) and oneDNN switched off say so
+    held = stamp.text({**MACHINE, "usable_cores": 1, "onednn": False}, scale="full", day="d")
+    assert held.startswith("Intel Xeon · 1 of 2 logical cores · oneDNN off · no GPU")
+    assert stamp.text({**MACHINE, "usable_cores": 2}, scale="full", day="d").startswith("Intel Xeon · 2 cores · no GPU")
     with pytest.raises(TypeError, match="mapping"):
         stamp.text(["not", "a", "machine"])
     with pytest.raises(TypeError, match="matplotlib Figure"):
