@@ -88,6 +88,19 @@ class Lab:
             body = response.read()
         return json.loads(body) if body else None
 
+    def answers(self) -> bool:
+        """Whether the server answers its status API now."""
+        try:
+            self.api("status")
+            return True
+        except OSError:
+            return False
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The end of the server's log (kernel deaths and restarts show there)."""
+        log = self.root.parent / "lab.log"
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else "(no log)"
+
     def shut_down_kernels(self) -> None:
         """Stop every kernel the server runs (one test's kernels must not slow the next)."""
         for session in self.api("sessions"):
