@@ -17,16 +17,18 @@ A run prints a markdown table and writes ``data/results/bench.json`` (atomically
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import fileio, timing
+from helpers import checks, fileio, timing
 from helpers.comparison import Comparison
 
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
@@ -55,11 +57,21 @@ def registry(modules: Sequence[str] | None = None) -> dict[str, Comparison]:
 
 def select(comparisons: Mapping[str, Comparison], only: Sequence[str] | None) -> list[Comparison]:
     """The comparisons named by ``only`` (all when empty); unknown ids are a ``ValueError``."""
+    if only is None:
+        return list(comparisons.values())
+    if isinstance(only, str | bytes) or not isinstance(only, Sequence):
+        raise checks.BadType(f"only must be a list of comparison ids, got {checks._show(only)}"
+                             + (f": write [{only!r}]" if isinstance(only, str) else f" ({type(only).__name__})"))
+    if not all(isinstance(i, str) for i in only):
+        raise checks.BadType(f"only must hold comparison ids (strings), got {checks._show(list(only))}")
     if not only:
         return list(comparisons.values())
     unknown = [i for i in only if i not in comparisons]
     if unknown:
-        raise ValueError(f"unknown comparison id(s) {unknown}; known: {sorted(comparisons)}")
+        near = {m for i in unknown for m in difflib.get_close_matches(i, list(comparisons), n=2)}
+        raise ValueError(f"only: unknown comparison id(s) {unknown}"
+                         + (f" (did you mean {', '.join(sorted(near))}?)" if near else "")
+                         + "; see the ids with `python -m helpers.bench --list`")
     return [comparisons[i] for i in only]
 
 
@@ -121,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.gather is not None:
         from helpers import gather
 
+        if not args.gather.is_dir():
+            what = "a file" if args.gather.exists() else "not there"
+            return _usage(f"--gather {args.gather} is {what}; give the folder that holds the bench.json files")
+
         return gather.main(args.gather)
 
     comparisons = registry()
@@ -131,7 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         chosen = select(comparisons, args.only)
     except ValueError as exc:
-        parser.error(str(exc))
+        return _usage(str(exc).removeprefix("only: ").replace("unknown", "--only: unknown", 1))
+    problem = _unwritable(args.out)
+    if problem:  # checked before the run, which would otherwise be lost at the end
+        return _usage(f"--out {args.out}: {problem}")
     from helpers import env
 
     result = run_all(chosen, args.quick, args.out, env.machine_info())
@@ -139,6 +158,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\n{result['stamp']}")
     print(f"\nwrote {args.out}")
     return 0
+
+
+def _usage(message: str) -> int:
+    print(f"python -m helpers.bench: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _unwritable(out: Path) -> str:
+    """Why the results could not be written to ``out`` ("" when they can), found by trying."""
+    if out.is_dir():
+        return "is a folder; give a file such as results/bench.json"
+    folder = next((p for p in [out.parent, *out.parent.parents] if p.exists()), Path("."))
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out.parent):
+            pass
+    except OSError as exc:
+        return f"cannot write there ({exc.strerror or exc})"
+    return ""
 
 
 if __name__ == "__main__":

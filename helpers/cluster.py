@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -22,12 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers import procs
+from helpers import checks, procs, reaper
 from helpers.checks import whole_number
 
 LOOPBACK = "127.0.0.1"
 #: TensorFlow's task types, and the tf.data service's dispatcher (its programs read the same layout).
 ROLES = ("chief", "dispatcher", "worker", "ps", "evaluator")
+#: A cluster run's timeout or a serve deadline: finite, above 0, at most a week.
+_SECONDS = checks.number(0.0, 7 * 24 * 3600.0, "seconds", above=True)
+
+
+def max_local_tasks() -> int:
+    """The most tasks a local cluster starts: each is a process (a TensorFlow runtime) here."""
+    return max(8, 4 * checks.logical_cpus())
 
 
 class ClusterError(RuntimeError):
@@ -51,7 +57,8 @@ class TaskResult:
 
 def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
     """``n`` distinct TCP ports that are free on ``host`` right now (bound, then released)."""
-    whole_number("n", n)
+    whole_number("n", n, maximum=checks.max_threads())
+    checks.text("host", host)
     sockets = []
     try:
         for _ in range(n):
@@ -68,19 +75,23 @@ def cluster_spec(roles: Mapping[str, int], hosts: Sequence[str] | None = None) -
     """The ``cluster`` part of ``TF_CONFIG``: ``{"worker": ["host:port", ...], ...}``. Without
     ``hosts``, every task gets a free port on 127.0.0.1; with ``hosts`` (one "host:port" per
     task, in role order), the same layout on real machines."""
+    if not isinstance(roles, Mapping):
+        raise checks.BadType(f"roles must map role names to task counts, such as {{'worker': 2}}; got {checks._show(roles)}")
     for role, count in roles.items():
         if role not in ROLES:
-            raise ValueError(f"role {role!r} is not one of {ROLES}")
-        whole_number(f"the number of {role} tasks", count)
+            raise (ValueError if isinstance(role, str) else checks.BadType)(f"roles: role {role!r} is not one of {ROLES}")
+        whole_number(f"roles[{role!r}] (the number of {role} tasks)", count)
     if roles.get("chief", 0) > 1:
-        raise ValueError("a cluster has at most one chief")
+        raise ValueError("roles: a cluster has at most one chief")
     total = sum(roles.values())
     if total == 0:
         raise ValueError("roles must name at least one task")
+    if total > checks.max_threads():
+        raise ValueError(f"roles name {total:,} tasks, more than the {checks.max_threads()} this machine launches or addresses")
     if hosts is None:
         hosts = [f"{LOOPBACK}:{port}" for port in free_ports(total)]
-    elif len(hosts) != total:
-        raise ValueError(f"{total} tasks need {total} host:port addresses, got {len(hosts)}")
+    else:
+        _check_hosts(hosts, total)
     spec, it = {}, iter(hosts)
     for role in ROLES:
         if role in roles:
@@ -88,11 +99,34 @@ def cluster_spec(roles: Mapping[str, int], hosts: Sequence[str] | None = None) -
     return spec
 
 
+def _check_hosts(hosts: Any, total: int) -> None:
+    if isinstance(hosts, str | bytes) or not isinstance(hosts, Sequence):
+        raise checks.BadType(f"hosts must be a list of 'host:port' strings, one per task; got {checks._show(hosts)}")
+    if len(hosts) != total:
+        raise ValueError(f"hosts: {total} tasks need {total} host:port addresses, got {len(hosts)}")
+    for address in hosts:
+        host, _, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise (ValueError if isinstance(address, str) else checks.BadType)(
+                f"each of hosts must be 'host:port' with a port from 1 to 65535, got {checks._show(address)}")
+
+
 def tf_config(spec: Mapping[str, Sequence[str]], task_type: str, index: int) -> str:
     """The ``TF_CONFIG`` JSON for one task of ``spec``."""
-    if task_type not in spec or not 0 <= index < len(spec[task_type]):
-        raise ValueError(f"no task {task_type}:{index} in the cluster {dict(spec)}")
+    if not isinstance(spec, Mapping) or not spec or not all(
+            k in ROLES and isinstance(v, Sequence) and not isinstance(v, str) for k, v in spec.items()):
+        raise checks.BadType(f"spec must map roles {ROLES} to lists of 'host:port' (cluster_spec builds it); "
+                             f"got {checks._show(spec)}")
+    checks.one_of(*spec)("task_type", task_type)
+    tasks = len(spec[task_type])
+    if not tasks:
+        raise ValueError(f"task_type {task_type!r} has no task in the cluster {dict(spec)}")
+    whole_number("index", index, 0, f"no task {task_type}:{index} in the cluster", maximum=tasks - 1)
     return json.dumps({"cluster": {k: list(v) for k, v in spec.items()}, "task": {"type": task_type, "index": index}})
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class Cluster:
@@ -108,10 +142,19 @@ class Cluster:
     def __init__(self, roles: Mapping[str, int], command: Sequence[str], *, logdir: str | Path,
                  timeout: float = 300.0, env: Mapping[str, str] | None = None,
                  wait_for: Sequence[str] = ("chief", "worker")) -> None:
-        if isinstance(command, str | bytes) or not command or not all(isinstance(a, str) for a in command):
-            raise TypeError(f"command must be a non-empty list of strings (no shell), got {command!r}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if isinstance(command, str | bytes) or not isinstance(command, Sequence) or not command or not all(
+                isinstance(a, str) for a in command):
+            raise checks.BadType(f"command must be a non-empty list of strings (no shell), got {checks._show(command)}")
+        _SECONDS("timeout", timeout)
+        checks.path("logdir", logdir)
+        if env is not None and (not isinstance(env, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+            raise checks.BadType(f"env must map strings to strings, got {checks._show(env)}")
+        if isinstance(wait_for, str) or not isinstance(wait_for, Sequence):
+            raise checks.BadType(f"wait_for must be a list of roles such as ['worker'], got {checks._show(wait_for)}")
+        if isinstance(roles, Mapping) and all(_is_count(n) for n in roles.values()) and sum(roles.values()) > max_local_tasks():
+            raise ValueError(f"roles name {sum(roles.values()):,} tasks; a local cluster starts at most "
+                             f"{max_local_tasks()} (one process each on this machine's {checks.logical_cpus()} CPUs)")
         self.spec = cluster_spec(roles)
         self.command, self.timeout, self.env = list(command), timeout, dict(env or {})
         self.logdir = Path(logdir)
@@ -121,6 +164,7 @@ class Cluster:
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: dict[str, Any] = {}
         self._started = 0.0
+        self._token, self._before, self._stopped = "", set(), False
 
     @property
     def tasks(self) -> list[str]:
@@ -130,6 +174,9 @@ class Cluster:
     def start(self) -> None:
         """Start every task (chief and workers last, so servers are listening first)."""
         self.logdir.mkdir(parents=True, exist_ok=True)
+        reaper.become_subreaper()
+        self._before = reaper.descendants()
+        self._token, marked = reaper.marked_env(os.environ)
         self._started = time.monotonic()
         order = sorted(self.tasks, key=lambda t: t.split(":")[0] in self.wait_for)
         try:
@@ -137,7 +184,7 @@ class Cluster:
                 role, index = task.split(":")
                 log = open(self.logdir / f"{role}-{index}.log", "wb")  # noqa: SIM115 - closed in stop()
                 self._logs[task] = log
-                env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **self.env,
+                env = {**marked, "TF_CPP_MIN_LOG_LEVEL": "2", **self.env, reaper.MARK: marked[reaper.MARK],
                        "TF_CONFIG": tf_config(self.spec, role, int(index))}
                 self.processes[task] = subprocess.Popen(
                     self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
@@ -160,7 +207,11 @@ class Cluster:
                 if all(self.processes[t].poll() == 0 for t in waited):
                     break
                 if time.monotonic() - self._started > self.timeout:
-                    raise ClusterError(f"the cluster ran past its {self.timeout:g} s timeout and was stopped", self._tails())
+                    late = [t for t in self.tasks if self.processes[t].poll() is None]
+                    raise ClusterError(
+                        f"the cluster ran past its {self.timeout:g} s timeout; {', '.join(late)} had not finished "
+                        "(a task waiting for a peer that never answers, or too slow for the timeout); "
+                        "the cluster was stopped", {t: tail for t, tail in self._tails().items() if t in late})
                 time.sleep(0.1)  # polling the children's state, not standing in for work
         finally:
             self.stop()
@@ -172,8 +223,9 @@ class Cluster:
         given, has written that text to its log (a server that says when it has registered);
         a task that exits first, or ``deadline`` seconds without all of them ready, stops the
         cluster (``ClusterError``)."""
-        if not deadline > 0:
-            raise ValueError(f"deadline must be > 0 seconds, got {deadline!r}")
+        _SECONDS("deadline", deadline)
+        if ready is not None:
+            checks.text("ready", ready)
         pending = {t: self.spec[t.split(":")[0]][int(t.split(":")[1])] for t in self.tasks}
         ends = time.monotonic() + deadline
         while pending:
@@ -208,14 +260,15 @@ class Cluster:
                               procs.parse_rows(self.log(t))) for t in self.tasks}
 
     def stop(self) -> None:
-        """Kill every task's process group and reap it; close the logs. Safe to call twice."""
-        for process in self.processes.values():
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for process in self.processes.values():
-            process.wait()
+        """Stop every task's process group and whatever the tasks started (even in a session
+        of their own): SIGTERM, then SIGKILL after a grace; reap them; close the logs. Safe to
+        call twice."""
+        if not self._stopped:
+            self._stopped = True
+            own = {p.pid for p in self.processes.values()}
+            left = reaper.marked(self._token, exclude=own) if self._token else []
+            reaper.end(left, self.processes.values())
+            reaper.reap_orphans(self._before, exclude=own)
         for log in self._logs.values():
             log.close()
 

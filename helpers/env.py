@@ -150,10 +150,12 @@ def setup_logical_devices(n: int, device_type: str | None = None) -> list[Any]:
     """
     import tensorflow as tf
 
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"n must be a whole number of devices, got {n!r}")
-    if n < 1:
-        raise ValueError(f"n must be at least 1 logical device, got {n}")
+    from helpers import checks
+
+    # Each logical CPU device brings its own thread pools: bounded by the machine's CPUs.
+    checks.whole_number("n", n, 1, f"logical devices; {os.cpu_count() or 1} logical CPUs here", checks.max_threads())
+    if device_type is not None and not isinstance(device_type, str):
+        raise checks.BadType(f"device_type must be 'CPU', 'GPU' or None, got {device_type!r}")
     if device_type is None:
         device_type = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
     device_type = str(device_type).upper()

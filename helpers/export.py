@@ -92,8 +92,13 @@ def exported_cells(nb: Any, where: str = "the notebook") -> list[tuple[int, str]
 def render(notebook: Path) -> str | None:
     """The generated module's text for ``notebook``, or ``None`` when it exports nothing."""
     notebook = Path(notebook)
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
     where = f"notebooks/{notebook.name}"
+    try:
+        nb = json.loads(notebook.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{where}: cannot read it as a notebook ({exc})") from exc
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+        raise ExportError(f"{where}: not a notebook (no list of cells)")
     cells = exported_cells(nb, where)
     if not cells:
         return None
@@ -165,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {path.relative_to(ROOT)}" if path.exists() else f"removed {path.relative_to(ROOT)}")
     except ExportError as exc:
         print(f"export: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"export: cannot write the generated modules: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers import checks
+
 # "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0", optionally behind a glog
 # prefix ("I0000 00:00:1795287681.511107    4925 placer.cc:162] ").
 _PLACER = re.compile(r"^(?:[IWE]\d{4} [\d:.]+\s+\d+ \S+\] )?(?P<op>[^\s:][^:]*): \((?P<kernel>[\w.]+)\): (?P<device>/\S+)$")
@@ -88,6 +90,7 @@ def short_device(device: str) -> str:
     return device.rsplit("device:", 1)[-1] if device else ""
 
 
+@checks.arguments(plumbing=checks.flag)
 def parse_placement(text: str, plumbing: bool = False) -> Any:
     """Read placement log text into a table with one row per (op, kernel, device).
 

@@ -1,4 +1,5 @@
-"""Writes that never leave a half-written file under its final name."""
+"""Writes that never leave a half-written file under its final name, and folders made with a clear
+message when a file stands where a folder is needed."""
 
 from __future__ import annotations
 
@@ -6,11 +7,31 @@ import os
 import tempfile
 from pathlib import Path
 
+from helpers import checks
+
+
+def make_folder(path: str | os.PathLike[str], name: str = "path") -> Path:
+    """Create the folder ``path`` (and its parents) if needed. A file where a folder is needed (the
+    path itself or one of its parents) is named: ``ValueError``, not ``FileExistsError: File exists``."""
+    folder = checks.path(name, path)
+    for candidate in (folder, *folder.parents):
+        if candidate.exists() or candidate.is_symlink():
+            if not candidate.is_dir():
+                where = "" if candidate == folder else f" (a parent of {name}={str(folder)!r})"
+                raise ValueError(f"{name}: {candidate} is a file{where}; a folder is needed there")
+            break
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to a temporary file beside ``path``, then ``os.replace`` it into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = checks.path("path", path)
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise checks.BadType(f"data must be bytes, got {type(data).__name__}")
+    if target.is_dir():
+        raise ValueError(f"path: {target} is a folder; a file name is needed")
+    make_folder(target.parent, "path")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -26,4 +47,6 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write ``text`` (UTF-8) atomically; see ``atomic_write_bytes``."""
+    if not isinstance(text, str):
+        raise checks.BadType(f"text must be a string, got {type(text).__name__}")
     return atomic_write_bytes(path, text.encode("utf-8"))

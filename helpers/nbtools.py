@@ -19,7 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import fileio
+from helpers import checks, fileio
+
+#: The longest a cell may run: a day.
+MAX_TIMEOUT = 24 * 3600
 
 #: Paths that reveal the machine a notebook was saved on (kept in step with shared nbcheck).
 MACHINE_PATH = re.compile(r"(/work/|/tmp/|/root/|/home/[^/\s]+/|/Users/[^/\s]+/|[A-Z]:\\Users\\)")
@@ -137,9 +140,11 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
     """
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    path = Path(path)
+    path = checks.path("path", path)
+    checks.whole_number("timeout", timeout, 1, "seconds per cell", MAX_TIMEOUT)
+    checks.text("kernel_name", kernel_name)
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"not a notebook file: {path}")
     nb = nbformat.read(path, as_version=4)
@@ -157,6 +162,8 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
         client.execute(stderr=subprocess.DEVNULL)
     except CellExecutionError as exc:
         raise RuntimeError(f"{path.name}: a cell failed, nothing saved:\n{exc}") from exc
+    except CellTimeoutError as exc:
+        raise RuntimeError(f"{path.name}: a cell ran past the {timeout} s timeout, nothing saved") from exc
     seconds = time.perf_counter() - start
     strip_stderr(nb)
     scrub_error_paths(nb, str(Path(__file__).resolve().parent.parent))
@@ -174,22 +181,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     args = parser.parse_args(argv)
-    failures = 0
-    for path in args.notebooks:
-        if args.command == "execute":
-            print(f"executing {path} ...", flush=True)
-            try:
+    if not 1 <= args.timeout <= MAX_TIMEOUT:
+        parser.error(f"--timeout must be from 1 to {MAX_TIMEOUT} seconds per cell, got {args.timeout}")
+    failures = []
+    for path in args.notebooks:  # every notebook is tried; the problems are reported at the end too
+        try:
+            if args.command == "execute":
+                print(f"executing {path} ...", flush=True)
                 print(f"  saved in {execute(path, timeout=args.timeout):.0f} s", flush=True)
-            except (RuntimeError, ValueError) as exc:
-                failures += 1
-                print(f"  FAILED: {exc}", file=sys.stderr)
-        else:
+                continue
             import nbformat
 
             found = problems(nbformat.read(path, as_version=4))
-            failures += bool(found)
+            failures += [f"{path}: {item}" for item in found]
             for item in found:
                 print(f"{path}: {item}")
+        except Exception as exc:  # noqa: BLE001 - one notebook's failure must not hide the others'
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            failures.append(f"{path}: {reason if isinstance(exc, RuntimeError | ValueError) else f'{type(exc).__name__}: {reason}'}")
+            print(f"  FAILED: {exc}" if args.command == "execute" else failures[-1], file=sys.stderr)
+    if failures:
+        print(f"{len(failures)} problem(s) in {len(args.notebooks)} notebook(s):\n  " + "\n  ".join(failures), file=sys.stderr)
     return 1 if failures else 0
 
 

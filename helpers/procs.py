@@ -10,6 +10,7 @@ after a marker, so stray prints and log lines never pass for results.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,7 +20,10 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from helpers import checks, reaper
 
 ROW_MARKER = "@@row "
 TAIL_LINES = 8
@@ -58,6 +62,9 @@ def emit(row: Mapping[str, Any]) -> None:
 
 def tail(text: str, lines: int = TAIL_LINES) -> str:
     """The last ``lines`` non-empty lines of ``text``, TensorFlow's start-up banners left out."""
+    if not isinstance(text, str):
+        raise checks.BadType(f"text must be a string, got {checks._show(text)} ({type(text).__name__})")
+    checks.whole_number("lines", lines, 1, maximum=100_000)
     kept = [line for line in text.splitlines() if line.strip() and not STARTUP_NOISE.search(line)]
     return "\n".join(kept[-lines:])
 
@@ -78,49 +85,106 @@ def parse_rows(stdout: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _stop(child: subprocess.Popen[str]) -> None:
-    """Kill whatever is left of the child's process group (the child may have started its own
-    children), then reap the child."""
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if child.returncode is None:
+#: How long a child's pipes may stay open after it exits (a helper process finishing) before
+#: whatever holds them counts as left behind.
+PIPE_GRACE = 1.0
+#: The longest timeout a run accepts: a week.
+MAX_TIMEOUT = 7 * 24 * 3600.0
+_ENV_NAME = re.compile(r"[^=\0]+")
+
+
+def _check(args: Any, env: Any, timeout: Any, cwd: Any) -> None:
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence) or not args:
+        raise checks.BadType(f"args must be a non-empty list of strings (no shell), got {checks._show(args)}")
+    for arg in args:
+        if not isinstance(arg, str):
+            raise checks.BadType(f"args must be a non-empty list of strings (no shell), got the item {checks._show(arg)} "
+                                 f"({type(arg).__name__}) in {checks._show(args)}")
+        if "\0" in arg:
+            raise ValueError(f"args must not hold a NUL character, got {checks._show(arg)}")
+    checks.number(0.0, MAX_TIMEOUT, "seconds", above=True)("timeout", timeout)
+    if env is not None:
+        if not isinstance(env, Mapping):
+            raise checks.BadType(f"env must map strings to strings, got {checks._show(env)} ({type(env).__name__})")
+        for key, value in env.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise checks.BadType(f"env must map strings to strings, got {checks._show(dict(env))}")
+            if not _ENV_NAME.fullmatch(key) or "\0" in value:
+                raise ValueError(f"env names must be non-empty without '=' or NUL, values without NUL; got {key!r}")
+    if cwd is not None and not Path(checks.path("cwd", cwd)).is_dir():
+        raise ValueError(f"cwd must be an existing folder, got {str(cwd)!r}")
+
+
+def _collect(child: subprocess.Popen[str], timeout: float) -> tuple[str, str, str]:
+    """Read the child's output until it exits and its pipes close: ``(out, err, "done")``;
+    ``"timeout"`` when it runs past ``timeout``; ``"held"`` when it exited but something it
+    started still holds its pipes after ``PIPE_GRACE``."""
+    deadline, exited = time.monotonic() + timeout, None
+    while True:
         try:
-            child.communicate(timeout=10)
-        except (subprocess.TimeoutExpired, ValueError):
-            child.kill()
-            child.wait()
+            out, err = child.communicate(timeout=max(0.01, min(0.2, deadline - time.monotonic())))
+            return out, err, "done"
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if child.poll() is not None:
+            exited = exited or now
+            if now - exited >= PIPE_GRACE:
+                return "", "", "held"
+        elif now >= deadline:
+            return "", "", "timeout"
+
+
+def _finish(child: subprocess.Popen[str], token: str, before: set[int], inodes: set[int]) -> tuple[list[str], bool]:
+    """End the child's group and every process it left (marked, or holding its pipes), reap
+    them; return their descriptions and whether any held the pipes."""
+    holding = reaper.holders(inodes) if child.stdout is not None and not child.stdout.closed else []
+    found = {p.pid: p for p in [*reaper.marked(token, exclude={child.pid}), *holding] if p.pid != child.pid}
+    shown = [reaper.describe(p) for p in found.values()]
+    reaper.end(found.values(), [child])
+    reaper.reap_orphans(before, exclude={child.pid})
+    return shown, bool(holding)
 
 
 def run(
     args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0, cwd: str | None = None
 ) -> ChildResult:
     """Run ``args`` (a list, no shell) with ``env`` added to this process's environment; raise
-    ``ChildError`` with its last lines if it exits non-zero, dies from a signal or runs past
-    ``timeout`` seconds. The child and its own children never outlive the call."""
-    if isinstance(args, str | bytes) or not args or not all(isinstance(a, str) for a in args):
-        raise TypeError(f"args must be a non-empty list of strings (no shell), got {args!r}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise TypeError(f"env must map strings to strings, got {dict(env)!r}")
+    ``ChildError`` with its last lines if it exits non-zero, dies from a signal, runs past
+    ``timeout`` seconds or leaves a process running. The child and everything it started (even
+    in a session of its own) never outlive the call."""
+    _check(args, env, timeout, cwd)
+    reaper.become_subreaper()
+    before = reaper.descendants()
+    token, full_env = reaper.marked_env({**os.environ, **(env or {})})
     started = time.perf_counter()
     child = subprocess.Popen(
         list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,  # own group: killed as one
+        env=full_env, cwd=cwd, start_new_session=True,  # own group: stopped as one
     )
+    inodes = reaper.pipe_inodes(child.stdout, child.stderr)
+    out, err, state, left, held = "", "", "running", [], False
     try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ChildError(f"{_name(args)} ran past its {timeout:g} s timeout and was stopped") from None
+        out, err, state = _collect(child, timeout)
     finally:  # an interrupt (KeyboardInterrupt from the notebook's stop button) lands here too
-        _stop(child)
+        left, held = _finish(child, token, before, inodes)
+        if state != "done":
+            with contextlib.suppress(subprocess.TimeoutExpired, ValueError):
+                more = child.communicate(timeout=10)
+                out, err = out + (more[0] or ""), err + (more[1] or "")
     seconds = time.perf_counter() - started
+    also = (f"; it left {len(left)} background process{'es' if len(left) > 1 else ''}"
+            f"{' holding its output' if held else ''} ({'; '.join(left)}), ended too" if left else "")
+    if state == "timeout":
+        raise ChildError(f"{_name(args)} ran past its {timeout:g} s timeout and was stopped{also}", tail(err + "\n" + out))
     if child.returncode != 0:
         how = (f"was killed by {signal.Signals(-child.returncode).name}" if child.returncode < 0
                else f"failed with exit code {child.returncode}")
-        raise ChildError(f"{_name(args)} {how}", tail(err + "\n" + out))
+        raise ChildError(f"{_name(args)} {how}{also}", tail(err + "\n" + out))
+    if left:
+        raise ChildError(f"{_name(args)} exited with 0 but left {len(left)} background process"
+                         f"{'es' if len(left) > 1 else ''}{' holding its output' if held else ''} "
+                         f"({'; '.join(left)}); {'they were' if len(left) > 1 else 'it was'} ended", tail(err + "\n" + out))
     return ChildResult(child.returncode, out, err, seconds)
 
 
@@ -137,6 +201,13 @@ def run_rows(
 
 def python_module(module: str, *args: str) -> list[str]:
     """The argument list that runs ``python -m module args...`` with this interpreter."""
+    if not isinstance(module, str):
+        raise checks.BadType(f"module must be a dotted module name such as 'helpers.bench', got {checks._show(module)} "
+                             f"({type(module).__name__})")
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module):
+        raise ValueError(f"module must be a dotted module name such as 'helpers.bench', got {module!r}")
+    if not all(isinstance(a, str) for a in args):
+        raise checks.BadType(f"args must be strings, got {checks._show(args)}")
     return [sys.executable, "-m", module, *args]
 
 

@@ -117,14 +117,29 @@ def build(out: Path = DEFAULT_OUT, notebooks: list[Path] | None = None) -> Path:
     return out
 
 
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that cannot be written (a file, or under one, or unwritable)."""
+    if out.exists() and not out.is_dir():
+        raise SiteError(f"{out} is a file; --out must be a folder")
+    parent = next(p for p in Path(out).resolve().parents if p.exists())
+    if not parent.is_dir():
+        raise SiteError(f"--out {out}: {parent} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise SiteError(f"--out {out}: cannot write in {parent} ({exc.strerror or exc})") from exc
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.site", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the folder to write (replaced); default _site/")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
+        _check_out(args.out)  # before the build, which takes minutes
         out = build(args.out)
-    except SiteError as exc:
+    except (SiteError, OSError) as exc:
         print(f"make site: {exc}", file=sys.stderr)
         return 1
     print(f"built {out} in {time.perf_counter() - started:.0f} s; open {out / 'index.html'} "

@@ -15,10 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from helpers.checks import whole_number
+from helpers import checks
 
 ProgressFn = Callable[[int, int], None]
 T = TypeVar("T")
+MAX_REPEATS, MAX_MIN_TIME = 1_000_000, 3600.0  # timed calls of one variant; seconds (inf would never stop)
 
 
 @dataclass(frozen=True)
@@ -134,13 +135,13 @@ def _check_callable(name: str, fn: Any) -> None:
         raise TypeError(f"variant {name!r} must be callable, got {type(fn).__name__}: {fn!r}")
 
 
-def _check_counts(warmup: int, repeats: int, min_time: float, items: int | None) -> None:
-    whole_number("repeats", repeats)
-    whole_number("warmup", warmup, minimum=0)
-    if not isinstance(min_time, (int, float)) or min_time < 0 or math.isnan(min_time):
-        raise ValueError(f"min_time must be seconds >= 0, got {min_time!r}")
+def _check_counts(warmup: int, repeats: int, min_time: float, items: int | None, max_repeats: int) -> None:
+    checks.whole_number("repeats", repeats, 1, "", MAX_REPEATS)
+    checks.whole_number("warmup", warmup, 0, "", MAX_REPEATS)
+    checks.whole_number("max_repeats", max_repeats, 1, "", MAX_REPEATS)
+    checks.number(0, MAX_MIN_TIME, "seconds")("min_time", min_time)
     if items is not None:
-        whole_number("items", items)
+        checks.whole_number("items", items, 1, "", 10**15)
 
 
 def rotated(items: Sequence[T], round_index: int) -> list[T]:
@@ -174,7 +175,7 @@ def measure(
     more until they add up to ``min_time`` seconds (at most ``max_repeats``)."""
     name = label or getattr(fn, "__name__", "fn")
     _check_callable(name, fn)
-    _check_counts(warmup, repeats, min_time, items)
+    _check_counts(warmup, repeats, min_time, items, max_repeats)
     for _ in range(warmup):
         force(fn(*args))
     seconds: list[float] = []
@@ -211,7 +212,7 @@ def compare(
         raise ValueError(f"variants must be a non-empty dict of name -> callable, got {variants!r}")
     for name, fn in variants.items():
         _check_callable(name, fn)
-    _check_counts(warmup, repeats, min_time, items)
+    _check_counts(warmup, repeats, min_time, items, max_repeats)
     names = list(variants)
     baseline = names[0] if baseline is None else baseline
     if baseline not in variants:

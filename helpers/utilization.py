@@ -15,8 +15,9 @@ class UtilizationSampler:
     ``with`` block. The thread always stops and is joined on exit."""
 
     def __init__(self, interval: float = 0.2) -> None:
-        if not interval > 0:
-            raise ValueError(f"interval must be > 0 seconds, got {interval!r}")
+        from helpers import checks
+
+        checks.number(0.0, 60.0, "seconds between samples", above=True)("interval", interval)
         self.interval = interval
         self.cpu: list[list[float]] = []
         self.gpu: list[float] | None = None

@@ -208,7 +208,7 @@ class ComparisonWidget(RunWidget):
 
         if not callable(make_variants):
             raise TypeError(f"make_variants must be callable, got {make_variants!r}")
-        whole_number("repeats", repeats)
+        whole_number("repeats", repeats, 1, "", 10_000), whole_number("warmup", warmup, 0, "", 10_000)
         super().__init__(controls, title=title)
         self.make_variants, self.baseline, self.warmup, self.items, self.unit = (
             make_variants, baseline, warmup, items, unit,

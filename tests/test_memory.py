@@ -41,7 +41,7 @@ def test_estimates_and_bad_input():
     with pytest.raises(ValueError, match="unknown kind"):
         memory.estimate_peak("gpu", 1)
     for bad in (0, -1, float("nan"), True, "4"):
-        with pytest.raises(ValueError, match="positive size"):
+        with pytest.raises(ValueError, match="mib must be a (positive )?size in MiB"):
             memory.make_array(bad)
 
 

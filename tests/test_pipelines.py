@@ -78,7 +78,7 @@ def test_options_reject_nonsense():
         pipelines.Options(source="feed_dict")
     with pytest.raises(ValueError, match="batch"):
         pipelines.Options(batch=0)
-    with pytest.raises(ValueError, match="shards is empty"):
+    with pytest.raises(ValueError, match="shards must hold at least 1 path"):
         pipelines.build([])
     with pytest.raises(ValueError, match="n must be"):
         pipelines.make_jpeg_shards("unused", n=0)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from helpers import procs, timing
+from helpers import checks, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn, Timing
@@ -66,6 +66,7 @@ def stage_code(settings: dict[str, Any]) -> list[str]:
     return [feed, f"train_step = make_train_step({model})", step]
 
 
+@checks.arguments(index=checks.whole(0), since=checks.optional(checks.whole(0)))
 def stage_diff(index: int, skip: Sequence[int] = (), since: int | None = None) -> list[str]:
     """Stage ``index``'s code change against stage ``since`` (the one before it by default):
     ``-`` and ``+`` lines."""
@@ -77,6 +78,7 @@ def stage_diff(index: int, skip: Sequence[int] = (), since: int | None = None) -
     return [f"- {line}" for line in before if line not in after] + [f"+ {line}" for line in after if line not in before]
 
 
+@checks.arguments(timeout=checks.timeout)
 def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stages: Sequence[int] | None = None,
                rounds: int = 1, timeout: float = 900.0, on_progress: ProgressFn | None = None) -> Any:
     """Each stage (all by default) in its own fresh process running ``CAPSTONE_CHILD``, on the

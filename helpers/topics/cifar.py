@@ -3,13 +3,15 @@ sample shipped in ``data/`` in exactly the same format (notebook 06).
 
     python -m helpers.topics.cifar make-sample data/cifar-10-sample   # regenerate the shipped sample
 
-The real archive is checked against its published MD5 before anything is extracted or unpickled;
-extraction refuses members that would land outside the target folder. Every file is written under
+The real archive is checked against its published MD5 before anything is extracted, and every
+pickle is read with a restricted unpickler that admits only NumPy arrays and plain data, so a
+batch file cannot run code; extraction refuses members that would land outside the target folder. Every file is written under
 a temporary name and moved into place, so an interrupted step leaves nothing half-written.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import pickle
@@ -19,9 +21,13 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from helpers import checks, fileio
+from helpers.topics import datafiles
 
 URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 #: Published on the CIFAR-10 home page beside the download link.
@@ -43,8 +49,10 @@ class ChecksumMismatch(ValueError):
     """A downloaded file is not the published archive."""
 
 
+@checks.arguments(path=datafiles.existing_file, chunk=checks.whole(1, 1 << 30, "bytes read at a time"))
 def md5_of(path: Path, chunk: int = 1 << 20) -> str:
     """The MD5 hex digest of a file, read in chunks."""
+    checks.fits_memory(f"md5_of(chunk={chunk:,})", chunk)
     digest = hashlib.md5(usedforsecurity=False)
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(chunk), b""):
@@ -52,6 +60,7 @@ def md5_of(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+@checks.arguments(dest_dir=checks.path, url=checks.text, md5=datafiles.md5_hex, timeout=checks.number(0, 600, above=True))
 def download(dest_dir: Path, url: str = URL, md5: str = MD5, timeout: float = 20.0) -> Path:
     """Fetch the archive into ``dest_dir`` (with a progress bar) and check its MD5.
 
@@ -60,8 +69,7 @@ def download(dest_dir: Path, url: str = URL, md5: str = MD5, timeout: float = 20
     """
     from tqdm.auto import tqdm
 
-    dest_dir = Path(dest_dir)
-    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest_dir, md5 = fileio.make_folder(dest_dir, "dest_dir"), md5.strip().lower()
     target = dest_dir / Path(url).name
     if target.exists() and md5_of(target) == md5:
         return target
@@ -85,32 +93,22 @@ def download(dest_dir: Path, url: str = URL, md5: str = MD5, timeout: float = 20
     return target
 
 
-def _safe_members(archive: tarfile.TarFile, dest: Path) -> list[tarfile.TarInfo]:
-    """Every member, after refusing any that is absolute, climbs with '..', or is a link."""
-    root = dest.resolve()
-    members = archive.getmembers()
-    for member in members:
-        name = member.name
-        if name.startswith(("/", "\\")) or Path(name).is_absolute():
-            raise ValueError(f"refusing archive member with an absolute path: {name!r}")
-        if ".." in Path(name).parts or not (root / name).resolve().is_relative_to(root):
-            raise ValueError(f"refusing archive member that escapes the target folder: {name!r}")
-        if member.issym() or member.islnk() or member.isdev():
-            raise ValueError(f"refusing archive member that is a link or device: {name!r}")
-    return members
-
-
+@checks.arguments(archive_path=datafiles.existing_file, dest_dir=checks.path)
 def extract(archive_path: Path, dest_dir: Path) -> Path:
-    """Extract the archive's ``cifar-10-batches-py`` folder into ``dest_dir``, safely and atomically."""
-    dest_dir = Path(dest_dir)
-    dest_dir.mkdir(parents=True, exist_ok=True)
+    """Extract the archive's ``cifar-10-batches-py`` folder into ``dest_dir``, safely and atomically.
+    Its batches are read back with the restricted unpickler before the folder is moved into place."""
+    dest_dir = fileio.make_folder(dest_dir, "dest_dir")
     final = dest_dir / FOLDER
     staging = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest_dir))
     try:
-        with tarfile.open(archive_path, "r:*") as archive:
-            members = _safe_members(archive, staging)
-            kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            archive.extractall(staging, members=members, **kwargs)
+        try:
+            with tarfile.open(archive_path, "r:*") as archive:
+                members = datafiles.safe_members(archive, staging)
+                kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                archive.extractall(staging, members=members, **kwargs)
+        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise ValueError(f"archive_path: {archive_path} is not a complete tar archive (truncated or corrupt: "
+                             f"{type(exc).__name__}: {str(exc) or 'unexpected end of data'}); download it again") from None
         if not (staging / FOLDER).is_dir():
             raise ValueError(f"{archive_path} holds no {FOLDER}/ folder")
         read_folder(staging / FOLDER)  # a broken archive fails here, not in a later step
@@ -123,23 +121,21 @@ def extract(archive_path: Path, dest_dir: Path) -> Path:
     return final
 
 
+@checks.arguments(path=datafiles.existing_file)
 def read_batch(path: Path) -> dict[bytes, Any]:
-    """Unpickle one batch file (CIFAR's python pickles use byte-string keys)."""
+    """Unpickle one batch file (CIFAR's python pickles use byte-string keys), admitting only NumPy
+    arrays and plain data: a pickle that names any other callable is refused before it runs."""
     path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            batch = pickle.load(handle, encoding="bytes")
-    except FileNotFoundError:
-        raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
-        raise ValueError(f"{path.name} is not a readable CIFAR pickle (truncated or corrupt): {exc}") from exc
+    batch = datafiles.load_pickle(path)
     if not isinstance(batch, dict):
         raise ValueError(f"{path.name} holds a {type(batch).__name__}, not a CIFAR batch dict")
     return batch
 
 
+@checks.arguments(folder=datafiles.folder)
 def read_folder(folder: Path) -> dict[str, tuple[Any, Any]]:
-    """Read a ``cifar-10-batches-py`` folder into ``{batch name: (images N x 32 x 32 x 3 uint8, labels)}``."""
+    """Read a ``cifar-10-batches-py`` folder into ``{batch name: (images N x 32 x 32 x 3 uint8, labels)}``,
+    refusing pixel values outside 0-255 and labels outside 0-9."""
     import numpy as np
 
     folder = Path(folder)
@@ -156,14 +152,18 @@ def read_folder(folder: Path) -> dict[str, tuple[Any, Any]]:
             data, labels = batch[b"data"], batch[b"labels"]
         except KeyError as exc:
             raise ValueError(f"{name} has no {exc.args[0]!r} entry") from exc
-        data = np.asarray(data, dtype=np.uint8)
-        if data.ndim != 2 or data.shape[1] != 3072 or len(labels) != len(data):
-            raise ValueError(f"{name}: data {data.shape} and {len(labels)} labels are not N x 3072 and N")
-        images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-        batches[name] = (np.ascontiguousarray(images), np.asarray(labels, dtype=np.int64))
+        try:
+            data, n_labels = np.asarray(data), len(labels)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: data and labels are not an array and a list: {exc}") from None
+        if data.ndim != 2 or data.shape[1] != 3072 or n_labels != len(data):
+            raise ValueError(f"{name}: data {data.shape} and {n_labels} labels are not N x 3072 and N")
+        images = datafiles.images_array(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), f"{name} data")
+        batches[name] = (np.ascontiguousarray(images), datafiles.labels_array(labels, len(images), name=f"{name} labels"))
     return batches
 
 
+@checks.arguments(folder=datafiles.folder)
 def load_splits(folder: Path) -> dict[str, tuple[Any, Any]]:
     """The seed's splits from a CIFAR folder: train (batches 1-4), validation (5), eval (test)."""
     import numpy as np
@@ -175,6 +175,7 @@ def load_splits(folder: Path) -> dict[str, tuple[Any, Any]]:
     }
 
 
+@checks.arguments(data_dir=datafiles.folder, download_real=checks.flag, url=checks.text, md5=datafiles.md5_hex)
 def locate(data_dir: Path, download_real: bool = False, url: str = URL, md5: str = MD5) -> Path:
     """The CIFAR folder to use: the real one under ``data_dir`` if there, else downloaded and
     extracted when ``download_real``; when the network is unreachable, the shipped sample."""
@@ -189,9 +190,14 @@ def locate(data_dir: Path, download_real: bool = False, url: str = URL, md5: str
     return SHIPPED_SAMPLE / FOLDER
 
 
+@checks.arguments(n=checks.whole(1, 50, "images in one row"))
 def examples_figure(images: Any, labels: Any, n: int = 10) -> Any:
     """The first ``n`` images with their class names, in one row."""
     from matplotlib.figure import Figure
+
+    images, labels = datafiles.images_and_labels(images, labels)
+    if n > len(images):
+        raise ValueError(f"n must be at most the {len(images)} images given, got {n}")
 
     fig = Figure(figsize=(1.1 * n, 1.5), layout="constrained")
     for i, ax in enumerate(fig.subplots(1, n)):
@@ -201,9 +207,15 @@ def examples_figure(images: Any, labels: Any, n: int = 10) -> Any:
     return fig
 
 
+_SEED = checks.whole(0, 2**63 - 1, "a random seed")
+
+
+@checks.arguments(n=checks.whole(0, hint="images"), seed=_SEED)
 def synthetic_images(n: int, seed: int) -> tuple[Any, Any]:
     """``n`` 32 x 32 RGB images whose class shows in colour and stripe direction, plus labels."""
     import numpy as np
+
+    checks.fits_memory(f"synthetic_images(n={n:,})", n * 32 * 32 * 3 * 2)  # the images, and a batch's pickle
 
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 10, size=n)
@@ -218,11 +230,12 @@ def synthetic_images(n: int, seed: int) -> tuple[Any, Any]:
     return images, labels
 
 
+@checks.arguments(out_dir=checks.path, per_batch=checks.whole(1, 10_000, "images per batch, as the real CIFAR-10's"),
+                  seed=_SEED)
 def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
     """Write a synthetic ``cifar-10-batches-py`` folder in the exact CIFAR format (protocol-2
     pickles with byte-string keys), atomically."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = fileio.make_folder(out_dir, "out_dir")
     staging = Path(tempfile.mkdtemp(prefix=".sample-", dir=out_dir))
     try:
         for k, name in enumerate((*TRAIN_BATCHES, "test_batch")):
@@ -254,12 +267,22 @@ def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point: ``make-sample OUT_DIR``."""
+    """Command-line entry point: ``make-sample OUT_DIR [PER_BATCH]``. A bad argument or an
+    unwritable folder prints one line and exits non-zero, without a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2 or args[0] != "make-sample":
-        print("usage: python -m helpers.topics.cifar make-sample OUT_DIR", file=sys.stderr)
+    usage = "usage: python -m helpers.topics.cifar make-sample OUT_DIR [PER_BATCH]"
+    if len(args) not in (2, 3) or args[0] != "make-sample" or not args[1].strip():
+        print(usage, file=sys.stderr)
         return 2
-    print(f"wrote {make_sample(Path(args[1]))}")
+    if len(args) == 3 and not args[2].isdigit():
+        print(f"cifar: PER_BATCH must be a whole number from 1 to 10,000, got {args[2]!r}; {usage}", file=sys.stderr)
+        return 2
+    try:
+        folder = make_sample(Path(args[1]), *(int(a) for a in args[2:]))
+    except (ValueError, OSError) as exc:
+        print(f"cifar: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {folder}")
     return 0
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import procs
+from helpers import checks, procs
 
 #: Allocators that can replace glibc malloc through LD_PRELOAD: file names to look for.
 ALLOCATORS: dict[str, tuple[str, ...]] = {
@@ -137,6 +137,7 @@ def wheel_missing_instructions(stderr: str) -> list[str]:
     return match.group(1).split() if match else []
 
 
+@checks.arguments(timeout=checks.timeout)
 def wheel_report(timeout: float = 120.0) -> list[str]:
     """Start TensorFlow in a fresh process with its info log on and return the instruction sets
     it says it was not built to use outside its performance-critical (oneDNN) kernels."""

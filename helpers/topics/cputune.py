@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers import procs, timing
+from helpers import checks, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -39,10 +39,14 @@ class Setting:
 
     def __post_init__(self) -> None:
         for name in ("intra", "inter"):
-            value = getattr(self, name)
-            whole_number(name, value, minimum=0, hint="0 = TensorFlow's default")
+            whole_number(name, getattr(self, name), 0, "0 = TensorFlow's default", checks.max_threads())
         if self.omp_threads is not None:
-            whole_number("omp_threads", self.omp_threads)
+            whole_number("omp_threads", self.omp_threads, 1, "", checks.max_threads())
+        checks.optional_flag("onednn", self.onednn)  # "off" is a truthy string: it would turn oneDNN on
+        if self.allocator is not None:
+            checks.path("allocator", self.allocator)
+        if not isinstance(self.extra_env, Mapping):
+            raise checks.BadType(f"extra_env must map names to strings, got {type(self.extra_env).__name__}")
         if self.allocator is not None and not Path(self.allocator).is_file():
             raise ValueError(f"allocator must be the path of a shared library, {self.allocator!r} is not a file")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.extra_env.items()):
@@ -92,6 +96,7 @@ def _check_workloads(workloads: Sequence[str]) -> list[str]:
     return list(workloads)
 
 
+@checks.arguments(repeats=checks.repeats, small=checks.flag, timeout=checks.timeout)
 def run_setting(setting: Setting, workloads: Sequence[str], repeats: int = 5, small: bool = False,
                 timeout: float = 300.0) -> list[dict[str, Any]]:
     """Time ``workloads`` in one fresh process started with ``setting``: one row per workload,
@@ -106,6 +111,7 @@ def run_setting(setting: Setting, workloads: Sequence[str], repeats: int = 5, sm
         return procs.run_rows(args, env=setting.env(), timeout=timeout)
 
 
+@checks.arguments(repeats=checks.repeats, rounds=checks.rounds, small=checks.flag, timeout=checks.timeout)
 def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: int = 5, rounds: int = 1,
           small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> Any:
     """Every setting on every workload, each setting in its own process, ``rounds`` times in
@@ -147,6 +153,7 @@ def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: in
     return table
 
 
+@checks.arguments(repeats=checks.repeats, rounds=checks.rounds, small=checks.flag, timeout=checks.timeout)
 def comparison(settings: Mapping[str, Setting], workload: str, repeats: int = 5, rounds: int = 2,
                small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> Any:
     """One workload under several settings as ``timing.compare``'s table (first setting is the
@@ -160,6 +167,7 @@ def comparison(settings: Mapping[str, Setting], workload: str, repeats: int = 5,
     return timing.comparison_table(timings, next(iter(settings)))
 
 
+@checks.arguments(max_threads=checks.optional(checks.threads), inter=checks.whole(0, 4096))
 def thread_settings(max_threads: int | None = None, inter: int = 1) -> dict[str, Setting]:
     """``intra`` = 1, 2, ... up to ``max_threads`` (default: this machine's cores), each with
     ``inter`` inter-op threads."""
@@ -190,6 +198,7 @@ def sweep_settings(kind: str) -> dict[str, Setting]:
     raise ValueError(f"kind must be one of {SWEEPS}, got {kind!r}")
 
 
+@checks.arguments(repeats=checks.repeats, rounds=checks.rounds, small=checks.flag)
 def run_sweep(kind: str = "threads", workload: str = "matmul", repeats: int = 5, rounds: int = 1,
               small: bool = False, on_progress: ProgressFn | None = None) -> Any:
     """A named sweep (``SWEEPS``) on one workload, or on all when ``workload`` is ``"all"``: the

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn
@@ -36,6 +37,7 @@ def _label(workers: int) -> str:
     return "0 workers (local)" if workers == 0 else f"{workers} worker{'s' if workers > 1 else ''}"
 
 
+@checks.arguments(examples=checks.whole(1, 10**8), repeats=checks.repeats, timeout=checks.timeout)
 def run_trainer(trainer_file: str | Path, service: str = "", *, examples: int = 2048, repeats: int = 3,
                 cpus: str = "", timeout: float = 600.0) -> dict[str, Any]:
     """Run the notebook's trainer program once in a fresh process; its result row."""
@@ -46,6 +48,7 @@ def run_trainer(trainer_file: str | Path, service: str = "", *, examples: int = 
     return procs.run_rows(args, env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)[-1]
 
 
+@checks.arguments(examples=checks.whole(1, 10**8), rounds=checks.rounds, repeats=checks.repeats)
 def worker_sweep(server_file: str | Path, trainer_file: str | Path, *, workers: Sequence[int] = (0, 1, 2),
                  examples: int = 2048, rounds: int = 3, repeats: int = 3, logdir: str | Path,
                  on_progress: ProgressFn | None = None) -> Any:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -37,6 +38,7 @@ def lesson() -> Any:
     return distribute_training
 
 
+@checks.arguments(n=checks.whole(1, 10**8), seed=checks.seed)
 def make_data(n: int = 512, seed: int = 0) -> tuple[Any, Any]:
     """Features and targets of a noisy linear problem: ``y = x @ w_true + noise``."""
     import numpy as np
@@ -116,6 +118,7 @@ def final_rows(results: Mapping[str, Any]) -> Any:
     return pd.DataFrame(rows).set_index("task").sort_index()
 
 
+@checks.arguments(timeout=checks.timeout)
 def run_cluster(roles: Mapping[str, int], command: Sequence[str], *, logdir: str | Path, timeout: float = 300.0,
                 wait_for: Sequence[str] = ("worker",)) -> Any:
     """Run ``command`` as a local cluster (``helpers.cluster``) and return the last row each
@@ -132,6 +135,7 @@ def workers_agree(table: Any) -> bool:
     return len(table) >= 2 and table["weights_sha"].nunique() == 1
 
 
+@checks.arguments(step=checks.whole(0), timeout=checks.timeout)
 def wait_for_step(running: Any, task: str, step: int, timeout: float = 120.0) -> int:
     """Read ``task``'s log of a started ``cluster.Cluster`` until it reports ``step`` or later;
     return the step it reported. A task that exits first, or ``timeout``, raises."""

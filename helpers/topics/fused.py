@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -33,6 +34,7 @@ def lesson() -> Any:
     return fuse_ops_and_pick_layouts
 
 
+@checks.arguments(backward=checks.flag)
 def batchnorm_variants(
     shape: Sequence[int] = (32, 56, 56, 64), data_format: str = "NHWC", backward: bool = True
 ) -> dict[str, Callable[[], Any]]:
@@ -69,6 +71,7 @@ def batchnorm_difference(shape: Sequence[int] = (8, 28, 28, 16), data_format: st
     return float(tf.reduce_max(tf.abs(variants["fused"]() - variants["unfused"]())))
 
 
+@checks.arguments(repeats=checks.repeats)
 def batchnorm_grid(shape: Sequence[int] = (32, 56, 56, 64), repeats: int = 5, on_progress: Any = None) -> Any:
     """Fused against unfused batch norm for NHWC and NCHW, forward and forward + backward: one
     row each with both medians (ms) and the fused kernel's speed-up with its IQR range."""
@@ -90,6 +93,7 @@ def batchnorm_grid(shape: Sequence[int] = (32, 56, 56, 64), repeats: int = 5, on
     return pd.DataFrame(rows).set_index(["format", "pass"])
 
 
+@checks.arguments(backward=checks.flag)
 def keras_batchnorm_variants(shape: Sequence[int] = (32, 56, 56, 64), backward: bool = True) -> dict[str, Callable[[], Any]]:
     """A Keras ``BatchNormalization`` layer in training mode as a plain ``tf.function`` and
     compiled by XLA, beside notebook 08's ``fused_norm`` on the layer's own gamma and beta; with
@@ -121,6 +125,7 @@ def keras_batchnorm_variants(shape: Sequence[int] = (32, 56, 56, 64), backward: 
             "fused_batch_norm": tf.function(fused_call)}
 
 
+@checks.arguments(small=checks.flag, repeats=checks.repeats, rounds=checks.rounds)
 def data_format_table(small: bool = False, repeats: int = 5, rounds: int = 1, on_progress: Any = None) -> Any:
     """A 3x3 ``conv2d`` in NHWC and in NCHW, each in fresh processes with oneDNN on and off
     (``TF_ENABLE_ONEDNN_OPTS``): medians in ms, or the error where a format cannot run."""
@@ -131,6 +136,7 @@ def data_format_table(small: bool = False, repeats: int = 5, rounds: int = 1, on
                          small=small, on_progress=on_progress)
 
 
+@checks.arguments(n_ops=checks.whole(1, 10_000), size=checks.whole(1, 10**9))
 def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000_000) -> dict[str, Callable[[], Any]]:
     """Notebook 08's ``multiply_add_chain`` or ``transcendental_chain`` of ``n_ops`` steps as a
     plain ``tf.function`` and compiled by XLA (``jit_compile=True``)."""
@@ -147,6 +153,7 @@ def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000
     return {"graph": lambda: graph(x), "XLA": lambda: compiled(x)}
 
 
+@checks.arguments(height=checks.whole(1, 16384), width=checks.whole(1, 16384), crop=checks.whole(1, 16384))
 def decode_crop_variants(height: int = 480, width: int = 640, crop: int = 224) -> dict[str, Callable[[], Any]]:
     """A generated ``height`` x ``width`` JPEG, center-cropped to ``crop`` x ``crop`` by notebook
     08's ``decode_then_crop`` and ``decode_window`` (``tf.io.decode_and_crop_jpeg``)."""
@@ -164,6 +171,7 @@ def decode_crop_variants(height: int = 480, width: int = 640, crop: int = 224) -
     return {"decode then crop": lambda: whole(jpeg, *box), "decode_and_crop_jpeg": lambda: window(jpeg, *box)}
 
 
+@checks.arguments(height=checks.whole(1, 16384), width=checks.whole(1, 16384), crop=checks.whole(1, 16384))
 def crop_difference(height: int = 480, width: int = 640, crop: int = 224) -> tuple[float, int]:
     """The fraction of pixel values that differ between the two crops, and the largest difference."""
     import tensorflow as tf

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers import checks
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
 
+@checks.arguments(start=checks.whole(0))
 def ops_table(graph: Any, start: int = 0) -> Any:
     """A table of a graph's operations from index ``start``: name, type, inputs, outputs
     (name, shape, dtype) and the device each op asks for (empty: let TensorFlow choose)."""
@@ -29,6 +31,7 @@ def ops_table(graph: Any, start: int = 0) -> Any:
     return pd.DataFrame(rows, columns=["name", "type", "inputs", "outputs", "device"])
 
 
+@checks.arguments(start=checks.whole(0))
 def op_types(graph: Any, start: int = 0) -> Any:
     """How many ops of each type a graph holds from index ``start`` on, most common first."""
     import pandas as pd

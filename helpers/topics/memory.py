@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helpers.checks import whole_number
+from helpers import checks
+from helpers.checks import BadType, whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.rss import PeakRSS
@@ -43,6 +44,7 @@ def available_bytes() -> int:
     return int(psutil.virtual_memory().available)
 
 
+@checks.arguments(nbytes=checks.whole(0, 2**50), copies=checks.whole(0, 10**6))
 def estimate_peak(kind: str, nbytes: int, copies: int = 1) -> int:
     """Estimated extra peak memory, in bytes, of embedding ``copies`` of an ``nbytes`` array."""
     if kind not in PEAK_FACTORS:
@@ -67,9 +69,19 @@ def make_array(mib: float, seed: int = 0) -> Any:
     """A float32 NumPy array of about ``mib`` MiB of random numbers."""
     import numpy as np
 
-    if isinstance(mib, bool) or not isinstance(mib, (int, float)) or not math.isfinite(mib) or mib <= 0:
-        raise ValueError(f"mib must be a positive size in MiB, got {mib!r}")
-    return np.random.default_rng(seed).random(max(1, int(mib * MIB) // 4), dtype=np.float32)
+    nbytes = array_bytes(mib)
+    whole_number("seed", seed, 0)
+    guard(nbytes, f"make_array(mib={mib}): the array itself")  # before allocating
+    return np.random.default_rng(seed).random(nbytes // 4, dtype=np.float32)
+
+
+def array_bytes(mib: float) -> int:
+    """The bytes ``make_array(mib)`` allocates, computed without allocating (validates ``mib``)."""
+    if isinstance(mib, bool) or not isinstance(mib, int | float):
+        raise BadType(f"mib must be a positive size in MiB (a number), got {mib!r} ({type(mib).__name__})")
+    if not math.isfinite(mib) or not 0 < mib <= 2**30:
+        raise ValueError(f"mib must be a size in MiB above 0 and at most {2**30:,} (a PiB), got {mib!r}")
+    return 4 * max(1, int(mib * MIB) // 4)
 
 
 def lesson() -> Any:
@@ -85,6 +97,7 @@ def graph_stats(graph: Any) -> dict[str, int]:
     return {"nodes": len(graph_def.node), "graph_bytes": graph_def.ByteSize()}
 
 
+@checks.arguments(n_ops=checks.whole(1, 100_000))
 def tf1_table(array: Any, n_ops: int) -> Any:
     """Node count, GraphDef MiB and the rise of this process's memory (RSS) while building the
     notebook's ``tf1_graph`` for each fix, smallest first; guarded before anything is built."""
@@ -184,11 +197,13 @@ def embedding_experiment(
 
     from helpers import procs
 
-    array_bytes = make_array(mib).nbytes  # validates mib
+    nbytes = array_bytes(mib)  # validates mib; nothing is allocated here
     steps = _steps(n_ops)
     # The steps run one after another and the allocator keeps what they freed: guard their sum.
-    estimate = sum(estimate_peak("tf1_graph", array_bytes, n) for n in steps)
-    guard(estimate, f"Graphs with {', '.join(map(str, steps))} embedded copies of a {mib} MiB array")
+    estimate = sum(estimate_peak("tf1_graph", nbytes, n) for n in steps)
+    guard(estimate, f"embedding_experiment(mib={mib}, n_ops={n_ops}): graphs with "
+                    f"{', '.join(map(str, steps))} embedded copies of a {mib} MiB array")
+    checks.number(0, 24 * 3600, above=True)("timeout", timeout)
     if on_progress is not None:
         on_progress(0, 1)
     with tempfile.TemporaryDirectory(prefix="workbook-05-") as folder:
@@ -227,6 +242,7 @@ def embedding_summary(table: Any) -> str:
     )
 
 
+@checks.arguments(limit_bytes=checks.whole(1, 2**31))
 def check_graph_is_small(graph: Any, limit_bytes: int = 64 * 1024) -> Feedback:
     """Exercise: the fixed TF1 graph holds the array at most once (GraphDef under ``limit_bytes``
     plus one copy of the array)."""

@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn
 from helpers.topics.quant import KIB, convert, runners
 
 
+@checks.arguments(repeats=checks.repeats)
 def latency_table(contents: Mapping[str, bytes], image: Any, threads: Sequence[int] = (1, 2), repeats: int = 30,
                   on_progress: ProgressFn | None = None) -> Any:
     """Median single-image latency (ms, with quartiles) of each model on each thread count, all
@@ -63,6 +65,7 @@ def latency_summary(table: Any) -> str:
     return " | ".join(parts) or "only float32 was timed"
 
 
+@checks.arguments(size=checks.whole(32, 1024), repeats=checks.repeats)
 def mobilenet_experiment(size: int = 224, modes: Sequence[str] = ("float32", "int8"), repeats: int = 20,
                          threads: Sequence[int] = (1, 2), on_progress: ProgressFn | None = None) -> Any:
     """MobileNetV2 (``weights=None``) at ``size`` x ``size``, converted to ``modes`` (int8
@@ -77,6 +80,7 @@ def mobilenet_experiment(size: int = 224, modes: Sequence[str] = ("float32", "in
     return latency_table(contents, calibration[:1], threads=threads, repeats=repeats, on_progress=on_progress)
 
 
+@checks.arguments(repeats=checks.repeats)
 def size_latency_table(models: Mapping[str, tuple[Mapping[str, bytes], Any]], repeats: int = 30) -> Any:
     """For each named model (its converted versions and one input image): float32 size, and the
     single-thread latency of float32 and int8 (interleaved within each model), with int8's speed-up."""

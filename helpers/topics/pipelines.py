@@ -1,19 +1,16 @@
 """Notebook 07's plumbing: the JPEG shards, the training workload, throughput with CPU use sampled,
-the widget's experiment, the exercise check and the bench ids.
-
-The pipelines themselves (decode, augment, the timed ``tf.data`` chains and ``make_pipeline``, the
-same ideas as switches) are written in the notebook's ``#| export`` cells and imported here from
-``helpers.lessons.tune_input_pipeline``.
-"""
+the widget's experiment, the exercise check and the bench ids. The pipelines themselves are the
+notebook's ``#| export`` cells, imported from ``helpers.lessons.tune_input_pipeline``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from helpers.checks import whole_number
+from helpers import checks
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
@@ -22,6 +19,7 @@ from helpers.utilization import UtilizationSampler
 IMAGE = 64
 CROP = 56
 CACHES = ("none", "before_map", "after_decode")
+MAX_BATCH, MAX_IMAGES = 65536, 10**7  # images per batch; generated images (memory is checked too)
 
 
 def lesson() -> Any:
@@ -44,33 +42,36 @@ class Options:
     batch: int = 64
 
     def __post_init__(self) -> None:
-        if self.source not in ("generator", "tfrecord"):
-            raise ValueError(f"source must be 'generator' or 'tfrecord', got {self.source!r}")
-        if self.cache not in CACHES:
-            raise ValueError(f"cache must be one of {CACHES}, got {self.cache!r}")
-        whole_number("batch", self.batch)
+        checks.one_of("generator", "tfrecord")("source", self.source)
+        checks.one_of(*CACHES)("cache", self.cache)
+        for name in ("parallel", "vectorized", "interleave", "prefetch"):  # "no" is truthy: it would turn it on
+            checks.flag(name, getattr(self, name))
+        checks.whole_number("batch", self.batch, 1, "images per batch", MAX_BATCH)
 
 
 def build(shards: Sequence[str], options: Options = Options()) -> Any:
     """The notebook's ``make_pipeline(shards, **options)``: batches of (float32 [B, 56, 56, 3], label)."""
-    if not shards:
-        raise ValueError("shards is empty: make them with make_jpeg_shards first")
-    return lesson().make_pipeline(list(shards), **asdict(options))
+    shards = checks.paths("shards", shards)  # one path as a string would become one path per character
+    if not isinstance(options, Options):
+        raise checks.BadType(f"options must be a pipelines.Options, got {type(options).__name__}")
+    return lesson().make_pipeline(shards, **asdict(options))
 
 
+@checks.arguments(batch=checks.whole(1, MAX_BATCH), seed=checks.seed)
 def python_batches(shards: Sequence[str], batch: int, seed: int) -> Iterator[tuple[Any, Any]]:
     """The notebook's Python feed (``python_batches``), for notebook 14's naive stage."""
-    return lesson().python_batches(list(shards), batch, seed)
+    return lesson().python_batches(checks.paths("shards", shards), batch, seed)
 
 
 def make_jpeg_shards(out_dir: Path, n: int, n_shards: int = 4, seed: int = 7) -> list[str]:
-    """Write ``n`` generated 64x64 JPEG images in ``n_shards`` verified TFRecord shards; return
-    their paths (re-runs reuse up-to-date shards)."""
+    """``n`` generated 64x64 JPEGs in ``n_shards`` verified TFRecord shards (re-runs reuse them)."""
     import tensorflow as tf
 
     from helpers.topics import cifar, tfrecords
 
-    whole_number("n", n)
+    checks.whole_number("n", n, 1, "images", MAX_IMAGES), checks.seed("seed", seed)
+    checks.whole_number("n_shards", n_shards, 1, f"at most n={n}: every shard holds at least one image", n)
+    checks.fits_memory(f"make_jpeg_shards(n={n})", n * (IMAGE * IMAGE * 3 * 5))  # uint8 + float32 resize
     small, labels = cifar.synthetic_images(n, seed)
     images = tf.cast(tf.image.resize(small, [IMAGE, IMAGE]), tf.uint8).numpy()
     tfrecords.convert(images, labels, Path(out_dir), "jpeg", n_shards=n_shards, encoding="jpeg", progress=False)
@@ -82,6 +83,7 @@ def read_epoch(dataset: Any) -> int:
     return sum(int(images.shape[0]) for images, _ in dataset)
 
 
+@checks.arguments(seed=checks.seed)
 def make_model(seed: int = 0) -> Any:
     """A small Keras CNN for 56x56x3 images and 10 classes."""
     import keras
@@ -98,6 +100,7 @@ def make_model(seed: int = 0) -> Any:
     ])
 
 
+@checks.arguments(learning_rate=checks.number(0.0, 10.0, above=True))
 def train_step_fn(model: Any, learning_rate: float = 0.01) -> Any:
     """A compiled training step ``step(images, labels) -> loss`` for ``model``."""
     import keras
@@ -117,13 +120,14 @@ def train_step_fn(model: Any, learning_rate: float = 0.01) -> Any:
     return step
 
 
+@checks.arguments(n_images=checks.whole(1, MAX_IMAGES), batch=checks.whole(1, MAX_BATCH))
 def training_runs(dataset: Any, n_images: int, batch: int = 64) -> dict[str, Any]:
     """Three callables over the same model, each one epoch of ``n_images``: the pipeline alone
     (``data only``), the training step on one batch kept in memory (``compute only``, the bound),
     and training fed by ``dataset`` (``end to end``). Each returns something forced when timed."""
     import tensorflow as tf
 
-    whole_number("n_images", n_images)
+    checks.whole_number("n_images", n_images)
     step = train_step_fn(make_model())
     steps = -(-n_images // batch)
     x0 = tf.random.stateless_uniform([batch, CROP, CROP, 3], seed=(1, 2), minval=-1.0)
@@ -144,6 +148,7 @@ def training_runs(dataset: Any, n_images: int, batch: int = 64) -> dict[str, Any
     return {"data only": lambda: read_epoch(dataset), "compute only": compute_only, "end to end": end_to_end}
 
 
+@checks.arguments(n_images=checks.whole(1, MAX_IMAGES), repeats=checks.repeats)
 def throughputs(dataset: Any, n_images: int, repeats: int = 3, on_progress: ProgressFn | None = None) -> Any:
     """Images per second for each of ``training_runs``, with CPU (and GPU) utilisation sampled
     during the end-to-end runs."""
@@ -207,6 +212,7 @@ def throughput_figure(table: Any, title: str = "") -> Any:
     return fig
 
 
+@checks.arguments(n_images=checks.whole(1, MAX_IMAGES))
 def toggles_experiment(shards: Sequence[str], n_images: int) -> Any:
     """For the widget: ``experiment(parallel=..., ..., on_progress=...)`` -> a throughputs table."""
 
@@ -220,6 +226,7 @@ def toggles_experiment(shards: Sequence[str], n_images: int) -> Any:
     return experiment
 
 
+@checks.arguments(n_images=checks.whole(1, MAX_IMAGES))
 def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback:
     """Exercise (07): ``make(shards, decode=...)`` reads every image once per epoch, decodes each
     image only in the first of two epochs (decodes are counted), and augments afresh every epoch."""
@@ -263,21 +270,15 @@ def _bench_shards(n: int) -> list[str]:
 TUNED = Options(parallel=True, vectorized=True, interleave=True, cache="after_decode", prefetch=True)
 
 
-def _epochs(**pipelines: Any) -> dict[str, Any]:
-    from functools import partial
-
-    return {name: partial(read_epoch, dataset) for name, dataset in pipelines.items()}
-
-
 def _generator_vs_tfdata(n: int = 1024) -> dict[str, Any]:
     shards = _bench_shards(n)
-    return _epochs(**{"Python generator": build(shards, Options(source="generator")),
-                      "tf.data tuned": build(shards, TUNED)})
+    return {"Python generator": partial(read_epoch, build(shards, Options(source="generator"))),
+            "tf.data tuned": partial(read_epoch, build(shards, TUNED))}
 
 
 def _sequential_vs_tuned(n: int = 1024) -> dict[str, Any]:
     shards = _bench_shards(n)
-    return _epochs(sequential=build(shards, Options()), tuned=build(shards, TUNED))
+    return {"sequential": partial(read_epoch, build(shards, Options())), "tuned": partial(read_epoch, build(shards, TUNED))}
 
 
 def _e2e_vs_compute_bound(n: int = 1024) -> dict[str, Any]:

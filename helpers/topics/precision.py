@@ -1,9 +1,8 @@
 """Mixed precision and Keras 3's compile settings (notebook 12): the synthetic images it trains
 on, whether this CPU computes bfloat16 natively, the variants the widgets and the bench time
 (built from the notebook's exported lesson code, ``helpers.lessons.train_in_mixed_precision``),
-fresh-process runs of its ``PRECISION_CHILD`` under a narrower oneDNN instruction set, oneDNN's
-kernel log read as a table, the batch-size sweep and the exercise checks.
-"""
+fresh-process runs of its ``PRECISION_CHILD`` under a narrower oneDNN instruction set, its kernel
+log as a table, the batch-size sweep and the exercise checks."""
 
 from __future__ import annotations
 
@@ -15,14 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
-#: Instructions that compute bfloat16 natively: AVX-512 BF16 dot products and AMX tiles.
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # compute bfloat16 natively: AVX-512 BF16 dot products, AMX tiles
 #: ONEDNN_MAX_CPU_ISA values a child may run under ("" = all the CPU has).
 ISAS = ("", "AVX512_CORE_AMX", "AVX512_CORE_BF16", "AVX512_CORE", "AVX2")
 MAX_IMAGE_BYTES = 2 * 2**30
@@ -35,13 +34,12 @@ def lesson() -> Any:
     return train_in_mixed_precision
 
 
+@checks.arguments(n=checks.whole(1), size=checks.whole(1), classes=checks.whole(1, 1000), seed=checks.seed)
 def make_images(n: int, size: int = 56, classes: int = 10, seed: int = 0) -> tuple[Any, Any]:
     """``n`` synthetic images ``[n, size, size, 3]`` (float32 in about 0..1) and int32 labels: each
     class is a stripe pattern at its own angle, with random frequency, phase and noise."""
     import numpy as np
 
-    for name, value in (("n", n), ("size", size), ("classes", classes)):
-        whole_number(name, value)
     if n * size * size * 3 * 4 > MAX_IMAGE_BYTES:
         raise ValueError(f"{n} images of {size}x{size}x3 float32 need {n * size * size * 12 / 2**30:.1f} GiB; "
                          f"the limit is {MAX_IMAGE_BYTES / 2**30:.0f} GiB")
@@ -100,6 +98,7 @@ def fit_variants(policies: Sequence[str] = ("float32", "mixed_bfloat16"), jit_co
     return out
 
 
+@checks.arguments(batch=checks.whole(1, 65536), steps=checks.whole(1, 10**6))
 def fit_items(batch: int = 64, steps: int = 15, **_: Any) -> int:
     """Images in one timed call of a ``fit_variants`` variant."""
     return batch * steps
@@ -119,23 +118,22 @@ def spe_variants(values: Sequence[int] = (1, 16), batch: int = 32, steps: int = 
                                                           shuffle=False) for v in values}
 
 
+@checks.arguments(verbose=checks.flag, timeout=checks.timeout, batch=checks.whole(1, 65536), size=checks.whole(8, 1024),
+                  steps=checks.whole(1, 10_000), repeats=checks.repeats)
 def run_child(policy: str, isa: str = "", verbose: bool = False, batch: int = 64, size: int = 56, steps: int = 3,
               repeats: int = 3, timeout: float = 600.0) -> tuple[dict[str, Any], str]:
     """Run the notebook's ``PRECISION_CHILD`` in a fresh process under ``ONEDNN_MAX_CPU_ISA=isa``
     (and ``ONEDNN_VERBOSE=1`` with ``verbose``): its result row and its whole stdout."""
     from helpers import procs
 
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {list(POLICIES)}, got {policy!r}")
-    if isa not in ISAS:
-        raise ValueError(f"isa must be one of {list(ISAS)}, got {isa!r}")
+    checks.one_of(*POLICIES)("policy", policy)
+    checks.one_of(*ISAS)("isa", isa)
     env = {"TF_CPP_MIN_LOG_LEVEL": "2", **({"ONEDNN_MAX_CPU_ISA": isa} if isa else {}), **({"ONEDNN_VERBOSE": "1"} if verbose else {})}
     with tempfile.TemporaryDirectory() as folder:
         program = Path(folder) / "precision_child.py"
         program.write_text(lesson().PRECISION_CHILD)
-        args = [sys.executable, str(program), "--policy", policy, "--batch", str(whole_number("batch", batch)),
-                "--size", str(whole_number("size", size)), "--steps", str(whole_number("steps", steps)),
-                "--repeats", str(whole_number("repeats", repeats))]
+        args = [sys.executable, str(program), "--policy", policy, "--batch", str(batch), "--size", str(size),
+                "--steps", str(steps), "--repeats", str(repeats)]
         result = procs.run(args, env=env, timeout=timeout)
     rows = procs.parse_rows(result.stdout)
     if not rows:
@@ -143,6 +141,7 @@ def run_child(policy: str, isa: str = "", verbose: bool = False, batch: int = 64
     return rows[-1], result.stdout
 
 
+@checks.arguments(rounds=checks.rounds)
 def isa_table(policies: Sequence[str] = ("float32", "mixed_bfloat16"), isas: Sequence[str] = ("", "AVX512_CORE"),
               rounds: int = 2, on_progress: ProgressFn | None = None, **child: Any) -> Any:
     """Training images/s of each policy under each ``ONEDNN_MAX_CPU_ISA``, every pair in its own
@@ -280,6 +279,7 @@ def check_scaled_step(step: Callable[..., Any]) -> Feedback:
     return correct("the scaled gradient survived float16 and the optimizer unscaled it")
 
 
+@checks.arguments(repeats=checks.repeats)
 def bench_precision(batch: int = 64, steps: int = 15, size: int = 56, repeats: int = 7) -> Any:
     """float32 against mixed_bfloat16 under ``fit`` (images/s), with the CPU's bfloat16 support as the note."""
     from helpers import timing

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from helpers import checks
 from helpers.exercises import Feedback, correct, not_yet
 
 PS_PER_MS = 1e9
@@ -82,6 +83,7 @@ def op_events(table: Any) -> Any:
     return ops[keep]
 
 
+@checks.arguments(top=checks.whole(1, 10_000))
 def op_table(table: Any, top: int = 12) -> Any:
     """Time per op type, largest first: count, total and mean, and share of all op time."""
     ops = op_events(table)

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -44,18 +45,21 @@ def quiet() -> Iterator[io.StringIO]:
         yield text
 
 
+@checks.arguments(seed=checks.seed)
 def dataset(n_train: int = 6000, n_test: int = 1000, seed: int = 1) -> tuple[Any, Any, Any, Any]:
     """Generated 32x32 RGB images (class shows in colour and stripe direction) scaled to [0, 1]:
     ``x_train, y_train, x_test, y_test``, from one draw so both splits share the classes."""
     from helpers.topics import cifar
 
     for name, value in (("n_train", n_train), ("n_test", n_test)):
-        whole_number(name, value)
+        whole_number(name, value, 1, "images", 10**7)
+    checks.fits_memory(f"dataset(n_train={n_train}, n_test={n_test})", (n_train + n_test) * 32 * 32 * 3 * 5)
     images, labels = cifar.synthetic_images(n_train + n_test, seed=seed)
     x = images.astype("float32") / 255.0
     return x[:n_train], labels[:n_train], x[n_train:], labels[n_train:]
 
 
+@checks.arguments(epochs=checks.whole(1, 1000), width=checks.whole(1, 4096), seed=checks.seed)
 def train(x: Any, y: Any, epochs: int = 3, width: int = 16, seed: int = 0) -> Any:
     """The notebook's ``train_small_cnn``, with its arguments checked first."""
     for name, value in (("epochs", epochs), ("width", width)):
@@ -74,6 +78,7 @@ def convert(model: Any, mode: str, representative: Any = None) -> bytes:
         return lesson().convert(model, mode, representative)
 
 
+@checks.arguments(num_threads=checks.optional(checks.threads))
 def make_interpreter(content: bytes, num_threads: int | None = None) -> tuple[Any, str]:
     """The notebook's ``load_interpreter``, quietly, and which interpreter it used."""
     with quiet():
@@ -94,6 +99,7 @@ def predict(content: bytes, x: Any) -> Any:
                      for i in range(len(x))])
 
 
+@checks.arguments(threads=checks.optional(checks.threads))
 def runners(contents: Mapping[str, bytes], image: Any, threads: int | None = None) -> dict[str, Any]:
     """One call per model: the notebook's ``make_runner`` on ``image`` already in the model's input type."""
     code = lesson()
@@ -104,6 +110,7 @@ def runners(contents: Mapping[str, bytes], image: Any, threads: int | None = Non
     return runners
 
 
+@checks.arguments(repeats=checks.repeats)
 def quant_table(model: Any, contents: Mapping[str, bytes], x_test: Any, y_test: Any, repeats: int = 200,
                 on_progress: ProgressFn | None = None) -> Any:
     """One row per converted model: size, single-image latency (interleaved), accuracy and
@@ -135,6 +142,8 @@ def quant_table(model: Any, contents: Mapping[str, bytes], x_test: Any, y_test: 
     return table
 
 
+@checks.arguments(width=checks.whole(1, 4096), epochs=checks.whole(1, 1000), n_train=checks.whole(1, 10**7),
+                  repeats=checks.repeats)
 def quant_experiment(width: int = 16, epochs: int = 3, n_train: int = 6000, repeats: int = 200,
                      on_progress: ProgressFn | None = None) -> Any:
     """Train a CNN of ``width`` on ``n_train`` generated images, convert it every way, then

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from helpers import checks
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
@@ -51,6 +52,7 @@ def captured_tf_warnings() -> Iterator[Warnings]:
         logger.propagate = propagate
 
 
+@checks.arguments(calls=checks.whole(1, 10_000))
 def retracing_warning(calls: int = 6) -> str:
     """Call a fresh ``tf.function`` with ``calls`` new Python ints; return TensorFlow's retracing
     warning (it warns once per function, so a rerun may get an explanation instead)."""

@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -28,6 +29,7 @@ def lesson() -> Any:
     return choose_rnn_kernels
 
 
+@checks.arguments(batch=checks.whole(1, 65536), steps=checks.whole(1, 10_000), features=checks.whole(1, 65536), units=checks.whole(1, 65536), training=checks.flag)
 def rnn_variants(
     batch: int = 32, steps: int = 50, features: int = 32, units: int = 128, training: bool = True,
     kinds: Sequence[str] = KINDS,
@@ -59,6 +61,7 @@ def rnn_variants(
     return out
 
 
+@checks.arguments(batch=checks.whole(1, 65536), steps=checks.whole(1, 10_000), features=checks.whole(1, 65536), units=checks.whole(1, 65536))
 def cudnn_variants(batch: int = 32, steps: int = 50, features: int = 32, units: int = 128) -> dict[str, Callable[[], Any]]:
     """Keras 3's LSTM training step with ``use_cudnn=False`` (always the generic loop) and the
     default ``use_cudnn="auto"`` (cuDNN's kernel where a GPU is visible), sharing weights. On a
@@ -88,6 +91,7 @@ def cudnn_variants(batch: int = 32, steps: int = 50, features: int = 32, units: 
     return {"generic loop (use_cudnn=False)": step(generic), "use_cudnn='auto'": step(auto)}
 
 
+@checks.arguments(batch=checks.whole(1, 65536), steps=checks.whole(1, 10_000), features=checks.whole(1, 65536), units=checks.whole(1, 65536))
 def lstm_differences(batch: int = 4, steps: int = 10, features: int = 8, units: int = 16) -> dict[str, float]:
     """Largest absolute difference of each LSTM kind's output sequence from ``keras.layers.LSTM``."""
     import tensorflow as tf
@@ -104,6 +108,7 @@ def _graph_size(concrete: Any) -> tuple[int, float]:
     return nodes, graph_def.ByteSize() / 2**20
 
 
+@checks.arguments(batch=checks.whole(1, 65536), features=checks.whole(1, 65536), units=checks.whole(1, 65536), repeats=checks.repeats)
 def unroll_table(
     steps_list: Sequence[int] = (10, 25, 50, 100), batch: int = 32, features: int = 32, units: int = 128,
     repeats: int = 5, on_progress: ProgressFn | None = None,

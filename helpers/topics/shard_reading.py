@@ -7,27 +7,67 @@ lesson code, written in the notebook and imported from ``helpers.lessons.pack_fi
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers.checks import whole_number
+from helpers import checks, fileio
 from helpers.comparison import Comparison
+from helpers.topics import datafiles
 from helpers.topics.tfrecords import convert, lesson_module, shard_paths
 
 
+def _classes(name: str, value: Any) -> list[str]:
+    """Class names, one folder each: a list of distinct plain names (not one string)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise checks.BadType(f"{name} must be a list of class names, got {checks._show(value)} ({type(value).__name__})")
+    for item in value:
+        checks.text(f"each of {name}", item)
+        if item in (".", "..") or "/" in item or "\\" in item or os.sep in item:
+            raise ValueError(f"each of {name} must be a plain folder name, got {item!r}")
+    if len(set(value)) != len(value) or not value:
+        raise ValueError(f"{name} must be distinct names, at least one, got {checks._show(list(value))}")
+    return list(value)
+
+
+def _images_labels_classes(images: Any, labels: Any, classes: Sequence[str]) -> tuple[Any, Any]:
+    images = datafiles.images_array(images)
+    return images, datafiles.labels_array(labels, len(images), len(classes))
+
+
+def _replaceable(out_dir: Path, classes: Sequence[str]) -> None:
+    """Refuse an ``out_dir`` this function would wrongly replace: a file, the current folder or one
+    above it, or a folder holding anything but class folders of PNG files (a learner's work)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"out_dir: {out_dir} is a file; a folder is needed")
+    here = Path.cwd().resolve()
+    if out_dir.resolve() in (here, *here.parents):
+        raise ValueError(f"out_dir: {str(out_dir)!r} is the current folder or one above it; name a new folder, "
+                         "which write_image_files replaces as a whole")
+    if out_dir.is_dir():
+        for entry in out_dir.iterdir():
+            inside = entry.iterdir() if entry.is_dir() and not entry.is_symlink() and entry.name in classes else [entry]
+            for item in inside:
+                if not (item.is_file() and item.suffix == ".png" and item.parent != out_dir):
+                    raise ValueError(f"out_dir: {out_dir} holds {item.relative_to(out_dir)}, which is not one of its "
+                                     "class folders of PNG files; write_image_files replaces the whole folder, so "
+                                     "choose a new or empty one")
+
+
+@checks.arguments(out_dir=checks.path, classes=_classes)
 def write_image_files(images: Any, labels: Any, out_dir: Path, classes: Sequence[str]) -> list[str]:
     """One PNG per image in ``out_dir/<class>/`` (the many-small-files layout); return the paths.
     Written into a staging folder first, so a half-finished copy never sits under ``out_dir``."""
-    import shutil
-
     import tensorflow as tf
 
+    images, labels = _images_labels_classes(images, labels, classes)
     out_dir = Path(out_dir)
+    _replaceable(out_dir, classes)
     if out_dir.exists() and len(list(out_dir.rglob("*.png"))) == len(images):
         return sorted(str(p) for p in out_dir.rglob("*.png"))
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_folder(out_dir.parent, "out_dir")
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
         for i, (image, label) in enumerate(zip(images, labels, strict=True)):
@@ -53,10 +93,14 @@ READERS = (
 )
 
 
+@checks.arguments(workdir=checks.path, classes=_classes)
 def reader_inputs(workdir: Path, images: Any, labels: Any, classes: Sequence[str]) -> dict[str, list[str]]:
     """Write what notebook 06's readers read, under ``workdir``: one PNG per image (``files``), 1 shard
     (``one``), 4 shards (``four``), 4 GZIP shards (``gzip``). Re-runs reuse what is up to date."""
-    workdir = Path(workdir)
+    images, labels = _images_labels_classes(images, labels, classes)
+    if len(images) < 4:
+        raise ValueError(f"images must hold at least 4 images (the 4-shard readers), got {len(images)}")
+    workdir = fileio.make_folder(workdir, "workdir")
     inputs = {"files": write_image_files(images, labels, workdir / "files", classes)}
     for name, n_shards, gzip in (("one", 1, False), ("four", 4, False), ("gzip", 4, True)):
         convert(images, labels, workdir / name, "all", n_shards=n_shards, gzip=gzip, progress=False)
@@ -64,13 +108,18 @@ def reader_inputs(workdir: Path, images: Any, labels: Any, classes: Sequence[str
     return inputs
 
 
+@checks.arguments(reader=checks.one_of(*READERS[1:]), n=checks.whole(4, hint="images; 4 shards need 4"),
+                  workdir=checks.optional(checks.path))
 def files_vs_reader(reader: str = "4 shards, batched parse", n: int = 1000, workdir: Path | None = None) -> dict[str, Callable[[], int]]:
     """PNG files against one of the other ``READERS`` on ``n`` generated images (for the widget)."""
     from helpers.topics import cifar
 
-    if reader not in READERS[1:]:
-        raise ValueError(f"reader must be one of {READERS[1:]}, got {reader!r}")
-    whole_number("n", n)
+    # The images, one copy cached by the in-memory reader, and a batch in flight; and the files on disk.
+    checks.fits_memory(f"files_vs_reader(n={n:,})", n * 32 * 32 * 3 * 3)
+    if n * 32 * 32 * 3 * 4 > 0.5 * shutil.disk_usage(tempfile.gettempdir() if workdir is None else
+                                                     fileio.make_folder(workdir, "workdir")).free:
+        raise ValueError(f"n={n:,} images would need about {n * 12_288 / 2**20:,.0f} MiB of disk, more than half "
+                         "what is free: choose a smaller n")
     images, labels = cifar.synthetic_images(n, seed=6)
     workdir = Path(workdir or tempfile.gettempdir()) / f"readers-{n}"
     inputs = reader_inputs(workdir, images, labels, cifar.CLASSES)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from helpers import env
+from helpers import checks, env
 from helpers.exercises import Feedback, correct, not_yet
 
 #: Below this much free memory the full-size notebooks may push the machine into swap.
@@ -54,6 +54,7 @@ def check_package(
     return Check(requirement, found or "not installed", "pass" if ok else "FAIL", "" if ok else fix)
 
 
+@checks.arguments(available_gib=checks.optional(checks.number(0, 2**20)))
 def checks(
     version_of: Callable[[str], str | None] | None = None,
     available_gib: float | None = None,

@@ -20,12 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers import fileio
-from helpers.checks import whole_number
+from helpers import checks, fileio
 from helpers.exercises import Feedback, correct, not_yet
+from helpers.topics import datafiles
 
 MANIFEST = "manifest.json"
 ENCODINGS = ("raw", "png", "jpeg")
+#: Shard names number shards with five digits.
+MAX_SHARDS = 99_999
+_SHARDS = checks.optional(checks.whole(1, MAX_SHARDS, "shard names have five digits"))
+_TARGET = checks.whole(1, 2**40, "bytes per shard")
 
 
 @dataclass(frozen=True)
@@ -66,35 +70,44 @@ def lesson_module() -> Any:
     return pack_files_into_shards
 
 
+@checks.arguments(n_records=checks.whole(1, hint="records; nothing to convert when 0"),
+                  record_bytes=checks.whole(1, 2**40), target_bytes=_TARGET, n_shards=_SHARDS)
 def plan_shards(
     n_records: int, record_bytes: int, target_bytes: int, n_shards: int | None = None
 ) -> list[tuple[int, int]]:
     """Split ``n_records`` into contiguous ``(start, stop)`` ranges of about ``target_bytes``
     each, or into exactly ``n_shards`` ranges when it is given."""
-    if n_records < 1:
-        raise ValueError(f"nothing to convert: {n_records} records")
-    if target_bytes < 1:
-        raise ValueError(f"target_bytes must be >= 1, got {target_bytes}")
-    if n_shards is not None:
-        whole_number("n_shards", n_shards)
+    if n_shards is not None and n_shards > n_records:
+        raise ValueError(f"n_shards={n_shards:,} is more shards than the {n_records:,} records to write: "
+                         f"choose n_shards from 1 to {n_records:,}")
     if n_shards is None:
-        n_shards = round(n_records * record_bytes / target_bytes)
-    n_shards = max(1, min(n_records, n_shards))
+        n_shards = max(1, min(n_records, round(n_records * record_bytes / target_bytes)))
+        if n_shards > MAX_SHARDS:
+            raise ValueError(f"target_bytes={target_bytes:,} would make {n_shards:,} shards, more than {MAX_SHARDS:,}: "
+                             "choose a larger target_bytes")
     bounds = [round(i * n_records / n_shards) for i in range(n_shards + 1)]
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
+@checks.arguments(split=datafiles.split_name, index=checks.whole(0, MAX_SHARDS - 1), count=checks.whole(1, MAX_SHARDS),
+                  gzip=checks.flag)
 def shard_name(split: str, index: int, count: int, gzip: bool) -> str:
     """``train-00001-of-00004.tfrecord`` (``.gz`` when compressed)."""
+    if index >= count:
+        raise ValueError(f"index must be below count ({count}), got {index}")
     return f"{split}-{index:05d}-of-{count:05d}.tfrecord" + (".gz" if gzip else "")
 
 
+@checks.arguments(out_dir=checks.path)
 def read_manifest(out_dir: Path) -> dict[str, Any]:
-    """The manifest in ``out_dir`` as a dict (empty when there is none yet)."""
+    """The manifest in ``out_dir`` as a dict (empty when there is none yet); a damaged one is
+    refused with its path and what is wrong."""
     path = Path(out_dir) / MANIFEST
-    return json.loads(path.read_text()) if path.exists() else {}
+    return datafiles.parse_manifest(path, ENCODINGS) if path.exists() else {}
 
 
+@checks.arguments(out_dir=checks.path, split=datafiles.split_name, target_bytes=_TARGET, gzip=checks.flag,
+                  encoding=checks.one_of(*ENCODINGS), progress=checks.flag, n_shards=_SHARDS)
 def convert(
     images: Any,
     labels: Any,
@@ -110,25 +123,23 @@ def convert(
 
     Skips shards whose file still matches the manifest and whose source slice is unchanged;
     returns the split's shards. Each shard appears only when complete (temporary name, then
-    ``os.replace``); the manifest is updated after every shard.
+    ``os.replace``); the manifest is updated after every shard. Pixel values outside 0-255, labels
+    that are not whole numbers 0-9, and more shards than images are refused before anything is written.
     """
     from tqdm.auto import tqdm
 
+    images, labels = datafiles.images_and_labels(images, labels)
+    if n_shards is not None and n_shards > len(images):
+        raise ValueError(f"n_shards={n_shards:,} is more shards than the {len(images):,} images to write: "
+                         f"choose n_shards from 1 to {len(images):,}")
     lesson = lesson_module()
-    if encoding not in ENCODINGS:
-        raise ValueError(f"encoding must be one of {ENCODINGS}, got {encoding!r}")
-    if len(images) != len(labels):
-        raise ValueError(f"{len(images)} images but {len(labels)} labels")
-    if not split or not split.replace("_", "").isalnum():
-        raise ValueError(f"split must be a plain name such as 'train', got {split!r}")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = fileio.make_folder(out_dir, "out_dir")
+    manifest = read_manifest(out_dir)
     for leftover in out_dir.glob(f".{split}-*.tmp"):  # from a run that was killed mid-shard
         leftover.unlink(missing_ok=True)
     record_bytes = len(lesson.make_example(images[0], labels[0], encoding)) + 16  # + TFRecord framing
     ranges = plan_shards(len(images), record_bytes, target_bytes, n_shards)
     options = {"gzip": gzip, "encoding": encoding}
-    manifest = read_manifest(out_dir)
     previous = {s["file"]: s for s in manifest.get(split, {}).get("shards", [])}
     shards: list[Shard] = []
     for index, (start, stop) in enumerate(tqdm(ranges, desc=f"convert {split}", unit="shard", disable=not progress)):
@@ -158,6 +169,7 @@ def convert(
     return shards
 
 
+@checks.arguments(out_dir=checks.path, split=datafiles.split_name, progress=checks.flag)
 def verify(out_dir: Path, images: Any, labels: Any, split: str, progress: bool = True) -> dict[str, int]:
     """Read every shard of ``split`` back and check it against the manifest and the source.
 
@@ -168,6 +180,7 @@ def verify(out_dir: Path, images: Any, labels: Any, split: str, progress: bool =
     import tensorflow as tf
     from tqdm.auto import tqdm
 
+    images, labels = datafiles.images_and_labels(images, labels)
     lesson = lesson_module()
     out_dir = Path(out_dir)
     entry = read_manifest(out_dir).get(split)
@@ -214,10 +227,12 @@ def verify(out_dir: Path, images: Any, labels: Any, split: str, progress: bool =
     return {"shards": total, "records": position}
 
 
+@checks.arguments(path=datafiles.existing_file, offset=checks.optional(checks.whole(0)))
 def flip_bit(path: Path, offset: int | None = None) -> int:
     """Flip the lowest bit of one byte of a file (the middle one by default); return its offset.
     For demonstrating and testing corruption checks on a copy, never on data you need."""
     path = Path(path)
+    checks.fits_memory(f"flip_bit on {path.name}", path.stat().st_size)
     raw = bytearray(path.read_bytes())
     if not raw:
         raise ValueError(f"{path} is empty")
@@ -229,6 +244,7 @@ def flip_bit(path: Path, offset: int | None = None) -> int:
     return offset
 
 
+@checks.arguments(out_dir=checks.path, split=datafiles.split_name)
 def shard_paths(out_dir: Path, split: str) -> list[str]:
     """The shard files of ``split``, in order, as the manifest lists them."""
     entry = read_manifest(Path(out_dir)).get(split)
@@ -240,10 +256,7 @@ def shard_paths(out_dir: Path, split: str) -> list[str]:
 def fresh_dir(path: Path) -> Path:
     """Create ``path`` if needed and delete the TFRecord files in it (``*.tfrecord*``, nothing else),
     so an exercise's check sees only the shards written after this call."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{path} is a file; fresh_dir needs a folder")
-    path.mkdir(parents=True, exist_ok=True)
+    path = fileio.make_folder(path, "path")
     for old in path.glob("*.tfrecord*"):
         old.unlink()
     return path

@@ -1,0 +1,145 @@
+"""Leave nothing running: find and end every process a child started, wherever it went.
+
+A child's own children can leave its process group (``setsid``) or outlive it while holding its
+output pipes. So the runners (``procs.run``, ``cluster.Cluster``) make this process a *child
+subreaper* on Linux (orphaned descendants are re-parented to it, not to init), mark each child's
+environment with a token its descendants inherit, and after the child ends, end every process
+that carries the token or holds the child's pipes: SIGTERM, then SIGKILL after a short grace,
+then reap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+MARK = "WORKBOOK_PROCESS_MARK"
+GRACE = 3.0
+_subreaper: bool | None = None
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux; once per process); False elsewhere."""
+    global _subreaper
+    if _subreaper is None:
+        _subreaper = False
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                _subreaper = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return _subreaper
+
+
+def marked_env(env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """A fresh token and ``env`` with it added to the mark (nested runs keep the outer tokens)."""
+    token = uuid.uuid4().hex
+    outer = env.get(MARK, "")
+    return token, {**env, MARK: f"{outer}:{token}" if outer else token}
+
+
+def descendants() -> set[int]:
+    """The pids of every live descendant of this process now."""
+    with contextlib.suppress(psutil.Error):
+        return {p.pid for p in psutil.Process().children(recursive=True)}
+    return set()
+
+
+def _candidates() -> Iterable[psutil.Process]:
+    # With the subreaper on, every orphan of a child is re-parented here; without it, look everywhere.
+    return psutil.Process().children(recursive=True) if become_subreaper() else psutil.process_iter()
+
+
+def marked(token: str, exclude: Iterable[int] = ()) -> list[psutil.Process]:
+    """Live processes whose environment carries ``token``, except the pids in ``exclude``."""
+    skip = {os.getpid(), *exclude}
+    found = []
+    for process in _candidates():
+        if process.pid in skip:
+            continue
+        with contextlib.suppress(psutil.Error):
+            if token in process.environ().get(MARK, "").split(":"):
+                found.append(process)
+    return found
+
+
+def pipe_inodes(*files: Any) -> set[int]:
+    """The inodes of the pipes behind ``files`` (this process's ends of a child's pipes)."""
+    return {os.fstat(f.fileno()).st_ino for f in files if f is not None and not f.closed}
+
+
+def holders(inodes: set[int]) -> list[psutil.Process]:
+    """Other processes that hold one of the pipes ``inodes`` open (Linux; /proc)."""
+    if not inodes or not Path("/proc/self/fd").is_dir():
+        return []
+    wanted, found = {f"pipe:[{i}]" for i in inodes}, []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError, psutil.Error):
+            if any(os.readlink(fd) in wanted for fd in (entry / "fd").iterdir()):
+                found.append(psutil.Process(int(entry.name)))
+    return found
+
+
+def describe(process: psutil.Process) -> str:
+    """``pid N: its command line`` (shortened)."""
+    try:
+        shown = " ".join(process.cmdline()) or process.name()
+    except psutil.Error:
+        shown = "?"
+    return f"pid {process.pid}: {shown[:80]}"
+
+
+def end(processes: Iterable[psutil.Process], popens: Iterable[subprocess.Popen[Any]] = (),
+        grace: float = GRACE) -> None:
+    """SIGTERM ``processes`` and the process groups led by ``popens`` (started with their own
+    session); SIGKILL what is left after ``grace`` seconds; reap everything (``popens`` through
+    ``Popen``, so that their exit codes stay right)."""
+    popens = list(popens)
+    own = {c.pid for c in popens}
+    alive = [p for p in processes if p.pid not in own]
+    _signal(popens, alive, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while True:
+        _, alive = psutil.wait_procs(alive, timeout=0.05) if alive else ([], [])
+        if (not alive and all(c.poll() is not None for c in popens)) or time.monotonic() >= deadline:
+            break
+        if not alive:
+            time.sleep(0.05)  # polling the children's state, not standing in for work
+    _signal(popens, alive, signal.SIGKILL)
+    for child in popens:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=10)
+    psutil.wait_procs(alive, timeout=10)
+
+
+def _signal(popens: list[subprocess.Popen[Any]], processes: list[psutil.Process], signum: int) -> None:
+    for child in popens:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signum)  # the group outlives its leader while members remain
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.send_signal(signum)
+
+
+def reap_orphans(before: set[int], exclude: Iterable[int] = ()) -> None:
+    """Reap the zombies of orphans re-parented here since ``before`` (not ``exclude``: a
+    ``Popen``'s own child is reaped by it)."""
+    skip = before | set(exclude)
+    with contextlib.suppress(psutil.Error):
+        for process in psutil.Process().children():
+            if process.pid not in skip:
+                with contextlib.suppress(psutil.Error, ChildProcessError):
+                    if process.status() == psutil.STATUS_ZOMBIE:
+                        os.waitpid(process.pid, os.WNOHANG)

@@ -1,0 +1,130 @@
+"""Every public helper a learner calls refuses bad numbers and flags clearly (issue 20).
+
+The suite finds its targets itself: each public function or class of the modules below whose
+parameters are annotated ``int``, ``float`` or ``bool`` (optionally ``| None``). Hypothesis feeds
+each such parameter wrong types, negative, huge and non-finite values (and, for a flag, the strings
+a learner means as booleans), the other parameters left at their defaults or given a small valid
+value, and every call must fail fast with a ``TypeError`` / ``ValueError`` (or the module's own
+error) whose message names the parameter. A new helper is covered the day it is written; one that
+should not be, goes in ``EXEMPT`` with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests import badinput
+
+MODULES = [
+    "helpers.timing", "helpers.env", "helpers.widgets", "helpers.fdlog", "helpers.rss", "helpers.utilization",
+    "helpers.topics.capstone", "helpers.topics.cpu_report", "helpers.topics.cputune", "helpers.topics.data_service",
+    "helpers.topics.distribute", "helpers.topics.fused", "helpers.topics.graphs", "helpers.topics.memory",
+    "helpers.topics.model_latency", "helpers.topics.pipelines", "helpers.topics.precision",
+    "helpers.topics.profiling", "helpers.topics.quant", "helpers.topics.retracing", "helpers.topics.rnn",
+    "helpers.topics.start",
+]
+
+#: Parameters deliberately left out, with the reason.
+EXEMPT = {
+    "helpers.timing.Timing": "a record the timing functions build, not called by learners",
+    "helpers.timing.format_seconds": "formats any number for display (inf and nan print as such)",
+    "helpers.timing.rotated:round_index": "any whole number is a valid round; it is taken modulo the length",
+    "helpers.widgets.set_title": "layout plumbing the widgets call",
+    "helpers.topics.memory.guard": "the guard itself; its callers' arguments are checked",
+}
+
+SCALAR = re.compile(r"(int|float|bool)( \| None)?")
+
+#: A small valid value for required parameters that are not numbers (the numbers are checked
+#: before these are used, so most are never touched).
+REQUIRED: dict[str, Any] = {
+    "fn": lambda: 1, "variants": {"a": lambda: 1}, "make_variants": lambda: {"a": lambda: 1},
+    "text": "", "ax": None, "title": "t", "what": "a demo", "kind": "function", "workdir": "/tmp",
+    "graph": None, "array": np.zeros(4, np.float32), "table": None, "dataset": None, "shards": ["x.tfrecord"],
+    "make": None, "model": None, "x": np.zeros((4, 28, 28, 1), np.float32), "y": np.zeros(4, np.int64),
+    "content": b"", "contents": {}, "image": None, "models": {}, "policy": "float32", "setting": None,
+    "settings": {}, "workloads": ["matmul"], "workload": "matmul", "trainer_file": "t.py", "server_file": "s.py",
+    "logdir": "/tmp", "devices": ["/cpu:0"], "roles": {"worker": 1}, "command": ["true"], "running": None,
+    "task": "worker:0", "programs": {}, "x_test": None, "y_test": None, "out_dir": "/tmp/none",
+}
+
+
+def targets() -> list[tuple[str, Any, str, str]]:
+    found = []
+    for module_name in MODULES:
+        module = importlib.import_module(module_name)
+        for name, obj in vars(module).items():
+            qual = f"{module_name}.{name}"
+            if name.startswith("_") or getattr(obj, "__module__", "") != module_name or not callable(obj):
+                continue
+            if qual in EXEMPT or isinstance(obj, type) and issubclass(obj, BaseException):
+                continue
+            try:
+                signature = inspect.signature(obj)
+            except (TypeError, ValueError):
+                continue
+            for param in signature.parameters.values():
+                annotation = str(param.annotation)
+                if SCALAR.fullmatch(annotation) and f"{qual}:{param.name}" not in EXEMPT:
+                    found.append((qual, obj, param.name, annotation))
+    return found
+
+
+TARGETS = targets()
+
+
+def bad_values(annotation: str) -> st.SearchStrategy[Any]:
+    kind, optional = annotation.split(" ")[0], annotation.endswith("None")
+    none = st.nothing() if optional else st.none()
+    if kind == "bool":
+        return st.one_of(st.sampled_from(["off", "no", "False", "True", "on", "", 0, 1, 1.0, []]), none)
+    if kind == "int":
+        return st.one_of(st.integers(max_value=-1, min_value=-10**15), st.integers(min_value=10**16, max_value=10**30),
+                         st.floats(allow_nan=True).filter(lambda v: v != int(v) if np.isfinite(v) else True),
+                         st.sampled_from(["3", "", b"1", [1], True, False]), none)
+    return st.one_of(st.floats(max_value=-1e-9, min_value=-1e15), st.sampled_from([float("nan"), float("inf"), -float("inf"),
+                                                                                1e300]),
+                     st.sampled_from(["1", b"1", [1.0], True]), none)
+
+
+def call(obj: Any, param: str, value: Any) -> Any:
+    signature = inspect.signature(obj)
+    kwargs = {}
+    for p in signature.parameters.values():
+        if p.name == param:
+            kwargs[p.name] = value
+        elif p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            kind = str(p.annotation).split(" ")[0]
+            kwargs[p.name] = {"int": 1, "float": 1.0, "bool": False}.get(kind, REQUIRED.get(p.name))
+    return obj(**kwargs)
+
+
+@pytest.mark.parametrize(("qual", "obj", "param", "annotation"), TARGETS,
+                         ids=[f"{q}:{p}" for q, _, p, _ in TARGETS])
+def test_numbers_and_flags_are_refused_clearly(qual, obj, param, annotation):
+    errors = tuple(v for v in vars(importlib.import_module(obj.__module__)).values()
+                   if isinstance(v, type) and issubclass(v, Exception) and v.__module__ == obj.__module__)
+
+    @given(bad_values(annotation))
+    def each(value):
+        badinput.refused(qual, param, lambda: call(obj, param, value), value, errors, seconds=8)
+
+    each()
+
+
+def test_the_suite_finds_what_it_should():
+    """The targets are found from the annotations: a helper that stops annotating would drop out."""
+    names = {f"{q}:{p}" for q, _, p, _ in TARGETS}
+    assert len(TARGETS) >= 150
+    for expected in ("helpers.topics.cputune.Setting:onednn", "helpers.topics.pipelines.Options:prefetch",
+                     "helpers.timing.measure:min_time", "helpers.env.setup_logical_devices:n",
+                     "helpers.topics.memory.embedding_experiment:mib", "helpers.topics.capstone.run_stages:epochs"):
+        assert expected in names
