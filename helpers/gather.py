@@ -193,3 +193,52 @@ def main(folder: str | Path) -> int:
     fileio.atomic_write_bytes(Path(folder) / "gathered.png", widgets.png(figure(results)))
     print(f"\nwrote {Path(folder) / 'gathered.md'} and gathered.png")
     return 0
+
+
+# --- notebook 15's widget: gather any folder live --------------------------------------------
+
+def room_table(folder: str | Path, on_progress: Any = None) -> Any:
+    """The gathered speed-ups of ``folder`` as a table; the results and notes ride along in
+    ``table.attrs`` for ``room_figure`` and ``room_summary``."""
+    results, notes = load(folder)
+    speedups = table(results)
+    speedups.attrs.update(results=results, notes=notes)
+    if on_progress is not None:
+        on_progress(1, 1)
+    return speedups
+
+
+def room_figure(speedups: Any, title: str = "") -> Any:
+    """``figure`` of the results a ``room_table`` gathered."""
+    return figure(speedups.attrs["results"], title)
+
+
+def room_summary(speedups: Any) -> str:
+    """One line: how many machines and comparisons, and which disagree in direction."""
+    results = speedups.attrs["results"]
+    split = [line.split(":")[0] for line in disagreements(results)]
+    return (f"{len(results)} machines, {len(speedups)} comparisons; "
+            + (f"{len(split)} disagree in direction: {', '.join(split)}" if split else "none disagrees in direction")
+            + (f"; {len(speedups.attrs['notes'])} notes" if speedups.attrs["notes"] else ""))
+
+
+def _most_varied(speedups: Any) -> str:
+    ratio = speedups.max(axis=1, skipna=True) / speedups.min(axis=1, skipna=True)
+    return str(ratio.idxmax())
+
+
+def check_most_varied(fn: Any, speedups: Any) -> Any:
+    """Exercise: ``fn(speedups)`` names the comparison whose speed-up varies most between machines
+    (largest max/min), on this room's table and on the same table without its first machine."""
+    from helpers.exercises import correct, not_yet
+
+    if not callable(fn):
+        return not_yet(f"most_varied must be a function of the table, got {type(fn).__name__}")
+    tables = [speedups] + ([speedups.drop(columns=speedups.columns[0])] if speedups.shape[1] > 2 else [])
+    for t in tables:
+        got, want = fn(t), _most_varied(t)
+        if got != want:
+            return not_yet(f"on machines {list(t.columns)} you named {got!r}; the largest max/min ratio is "
+                           f"{want!r}. Divide each row's max by its min, skipping machines that did not run it.")
+    best = _most_varied(speedups)
+    return correct(f"{best!r} varies most: from {speedups.loc[best].min():.2f}x to {speedups.loc[best].max():.2f}x.")

@@ -137,3 +137,29 @@ def test_gather_refuses_a_file_for_a_folder(tmp_path):
     (tmp_path / "bench.json").write_text("{}")
     with pytest.raises(gather.GatherError, match="is not a folder"):
         gather.load(tmp_path / "bench.json")
+
+
+def test_notebook_15_widget_and_exercise_on_the_shipped_example_room():
+    """The example room ships real results of one machine run three ways; the widget's table,
+    figure and summary, and the exercise check, judge what a function returns on it."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "data" / "room-example"
+    speedups = gather.room_table(folder)
+    assert speedups.shape[1] == 3 and len(speedups) >= 10
+    assert stamp.of_figure(gather.room_figure(speedups)).startswith("gathered from 3 bench results")
+    line = gather.room_summary(speedups)
+    assert line.startswith("3 machines,") and "disagree in direction" in line
+    stamps = [r.stamp for r in speedups.attrs["results"]]
+    assert any("1 of 2 logical cores" in s for s in stamps) and any("oneDNN off" in s for s in stamps)
+
+    def solution(table):
+        return (table.max(axis=1) / table.min(axis=1)).idxmax()
+
+    assert gather.check_most_varied(lambda table: None, speedups).message.startswith("Not yet")
+    assert gather.check_most_varied(lambda table: table.index[0], speedups).message.startswith("Not yet")
+    assert gather.check_most_varied(solution, speedups).message.startswith("Correct")
+    frozen = solution(speedups)  # a hard-coded answer fails on the table without its first machine
+    other = solution(speedups.drop(columns=speedups.columns[0]))
+    if other != frozen:
+        assert gather.check_most_varied(lambda table: frozen, speedups).message.startswith("Not yet")

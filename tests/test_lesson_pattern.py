@@ -57,7 +57,8 @@ TAUGHT: dict[str, list[str]] = {
         "tf.io.TFRecordWriter(", "tf.io.TFRecordOptions(", "tf.io.FixedLenFeature(", "tf.io.parse_example(",
         "tf.io.parse_single_example(", "tf.data.TFRecordDataset(", ".interleave(", "tf.io.decode_raw(",
         "tf.io.decode_png(", "tf.io.read_file(", ".cache()", "tf.io.gfile.glob(", "tf.io.gfile.exists(",
-        "tf.compat.v1.python_io.TFRecordWriter(", "tf.compat.v1.gfile.Glob(", 'pickle.load(handle, encoding="bytes")',
+        "tf.compat.v1.python_io.TFRecordWriter(", "tf.compat.v1.gfile.Glob(", 'ArraysOnly(handle, encoding="bytes").load()',
+        "def find_class(self, module, name):",
     ],
     "07_tune_input_pipeline.ipynb": [
         "tf.data.TFRecordDataset(", "tf.io.parse_single_example(", "tf.io.parse_example(", "tf.io.decode_jpeg(",
@@ -120,6 +121,11 @@ TAUGHT: dict[str, list[str]] = {
         "tf.profiler.experimental.stop()", "tf.compat.v1.nn.fused_batch_norm(", "keras.mixed_precision.set_global_policy(policy)",
         "@tf.function", "tf.GradientTape()", "optimizer.apply(", "for _ in tf.range(steps)", "next(iterator)",
         "make_pipeline(", 'cache="after_decode"', "prefetch=True", ".repeat()", "CAPSTONE_CHILD", "subprocess.run(",
+    ],
+    # No TensorFlow to teach: the facilitator's calls, each visible.
+    "15_compare_the_room.ipynb": [
+        "gather.load(", "gather.table(", "gather.figure(", "gather.disagreements(", "gather.missing(",
+        '"--gather"', "widgets.ExperimentWidget(",
     ],
 }
 
