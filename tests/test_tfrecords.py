@@ -227,6 +227,10 @@ def test_wrong_answers_are_named(tmp_path, data):
     out = tfrecords.fresh_dir(tmp_path / "short")
     solve(out, images[:100], labels[:100])
     assert "hold 100 records; the split has 120" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
+    out = tfrecords.fresh_dir(tmp_path / "lopsided")  # every record, in order, but not split in halves
+    lesson.write_shard(out / "a.tfrecord.gz", images[:1], labels[:1], gzip=True)
+    lesson.write_shard(out / "b.tfrecord.gz", images[1:], labels[1:], gzip=True)
+    assert "hold 1 and 119 records" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
 
 
 def test_fresh_dir_removes_only_tfrecord_files(tmp_path):

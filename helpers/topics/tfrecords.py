@@ -273,7 +273,7 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
     if len(files) != 2:
         return not_yet(f"{len(files)} TFRecord files in {Path(out_dir).name}/, not 2: write two shards there "
                        "with write_shard(..., gzip=True).")
-    position = 0
+    position, counts = 0, []
     for path in files:
         count = 0
         try:
@@ -289,6 +289,10 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
         if count == 0:
             return not_yet(f"{path.name} is empty: split the images between the two shards.")
         position += count
+        counts.append(count)
     if position != len(images):
         return not_yet(f"the shards hold {position} records; the split has {len(images)}.")
+    if abs(counts[0] - counts[1]) > 1:
+        return not_yet(f"the shards hold {counts[0]} and {counts[1]} records: put the first half of the images "
+                       "in one and the second half in the other.")
     return correct(f"{position} records in 2 GZIP shards, read back in order.")
