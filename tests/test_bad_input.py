@@ -29,7 +29,7 @@ MODULES = [
     "helpers.topics.distribute", "helpers.topics.fused", "helpers.topics.graphs", "helpers.topics.memory",
     "helpers.topics.model_latency", "helpers.topics.pipelines", "helpers.topics.precision",
     "helpers.topics.profiling", "helpers.topics.quant", "helpers.topics.retracing", "helpers.topics.rnn",
-    "helpers.topics.start",
+    "helpers.topics.start", "helpers.worker",
 ]
 
 #: Parameters deliberately left out, with the reason.
@@ -54,6 +54,7 @@ REQUIRED: dict[str, Any] = {
     "settings": {}, "workloads": ["matmul"], "workload": "matmul", "trainer_file": "t.py", "server_file": "s.py",
     "logdir": "/tmp", "devices": ["/cpu:0"], "roles": {"worker": 1}, "command": ["true"], "running": None,
     "task": "worker:0", "programs": {}, "x_test": None, "y_test": None, "out_dir": "/tmp/none",
+    "waiting_for": "the other workers",
 }
 
 

@@ -73,12 +73,11 @@ with its own TF_CONFIG, all pointing --checkpoints at one folder they can all re
 With --keras-fit it tries Keras' model.fit under the same strategy instead, and reports the error.
 """
 import argparse
-import json
 import os
 
 import tensorflow as tf
 
-from helpers import procs
+from helpers import procs, worker
 from helpers.lessons.distribute_training import make_train_step, make_variables, try_keras_fit
 from helpers.topics.distribute import make_data, weights_digest
 
@@ -88,11 +87,13 @@ parser.add_argument("--batch", type=int, default=64, help="global batch size")
 parser.add_argument("--checkpoints", required=True, help="the folder of worker 0's checkpoints")
 parser.add_argument("--every", type=int, default=10, help="save a checkpoint every this many steps")
 parser.add_argument("--keras-fit", action="store_true", help="try Keras' model.fit instead of the loop")
+parser.add_argument("--start-timeout", type=float, default=180, help="give up if the other workers do not answer in time")
 args = parser.parse_args()
 
-strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG and connects to the other workers
-task = json.loads(os.environ["TF_CONFIG"])["task"]
+task = worker.task_from_tf_config()  # {"type": "worker", "index": 0}; a missing or bad TF_CONFIG: one line, exit 2
 name = f"{task['type']}:{task['index']}"
+with worker.startup_deadline(args.start_timeout, "the other workers in TF_CONFIG"):  # else one line, then killed
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG and waits for every worker
 x, y = make_data(args.steps * args.batch)
 
 if args.keras_fit:

@@ -1,0 +1,92 @@
+"""Start-up guards for a program that runs as one task of a TensorFlow cluster (notebook 13's
+worker): read ``TF_CONFIG`` or stop with one clear line, and give up with a clear line when the
+other tasks do not answer within a deadline, instead of waiting forever.
+
+Started from a terminal, such a program is a command-line tool: a user error (no ``TF_CONFIG``,
+bad JSON, a task the cluster does not list) prints one line and exits 2, never a traceback. An
+unreachable peer makes ``MultiWorkerMirroredStrategy`` wait for ever, and TensorFlow's
+coordination service catches SIGTERM meanwhile; ``startup_deadline`` has a watcher process end it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from helpers import checks
+
+USAGE_EXIT = 2  # a user error: TF_CONFIG missing or malformed
+EXAMPLE = '{"cluster": {"worker": ["host-a:2222", "host-b:2222"]}, "task": {"type": "worker", "index": 0}}'
+
+
+def _stop(message: str, code: int) -> None:
+    print(f"{os.path.basename(sys.argv[0]) or 'worker'}: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def _problem(config: Any) -> str | None:
+    """What is wrong with a parsed TF_CONFIG, or None."""
+    if not isinstance(config, dict) or not isinstance(config.get("cluster"), dict) or not config["cluster"]:
+        return 'it needs a "cluster" object naming each job\'s "host:port" addresses'
+    for job, addresses in config["cluster"].items():
+        if not isinstance(addresses, list) or not addresses or not all(
+                isinstance(a, str) and a.rpartition(":")[2].isdigit() and 1 <= int(a.rpartition(":")[2]) <= 65535
+                for a in addresses):
+            return f'cluster job "{job}" must be a list of "host:port" addresses (port 1-65535), got {addresses!r}'
+    task = config.get("task")
+    if not isinstance(task, dict) or task.get("type") not in config["cluster"]:
+        return f'"task" must name one of the cluster\'s jobs {sorted(config["cluster"])} as "type", got {task!r}'
+    index, size = task.get("index"), len(config["cluster"][task["type"]])
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < size:
+        return f'"task" "index" must be a whole number from 0 to {size - 1} (job "{task["type"]}" has {size}), got {index!r}'
+    return None
+
+
+def task_from_tf_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """This process's task from ``TF_CONFIG``, e.g. ``{"type": "worker", "index": 0}``; if the
+    variable is missing or malformed, print one line saying what is wrong and exit 2."""
+    text = (os.environ if env is None else env).get("TF_CONFIG", "")
+    if not text.strip():
+        _stop(f"TF_CONFIG is not set; give each task its own, for example TF_CONFIG='{EXAMPLE}'", USAGE_EXIT)
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _stop(f"TF_CONFIG is not valid JSON: {exc.msg} at character {exc.pos}; for example TF_CONFIG='{EXAMPLE}'",
+              USAGE_EXIT)
+    problem = _problem(config)
+    if problem:
+        _stop(f"TF_CONFIG: {problem}", USAGE_EXIT)
+    return dict(config["task"])
+
+
+# The watcher: a small separate Python process. A thread would not do: TensorFlow's start-up
+# holds the GIL while it waits for the other tasks, so no Python thread of this process runs.
+_WATCHER = """
+import os, select, signal, sys
+parent, seconds, message = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+ready, _, _ = select.select([sys.stdin], [], [], seconds)
+if not ready:
+    print(message, file=sys.stderr, flush=True)
+    os.kill(parent, signal.SIGKILL)
+"""
+
+
+@contextmanager
+@checks.arguments(seconds=checks.number(1, 24 * 3600, hint="seconds"), waiting_for=checks.text)
+def startup_deadline(seconds: float, waiting_for: str) -> Iterator[None]:
+    """Run the block (the strategy's start-up); if it has not finished after ``seconds``, print
+    one line naming ``waiting_for`` and end this process (SIGKILL: exit status 137 in a shell)."""
+    message = (f"{os.path.basename(sys.argv[0]) or 'worker'}: gave up after {seconds:g} s waiting for {waiting_for}; "
+               "start every task TF_CONFIG lists and check that their addresses are reachable")
+    watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(os.getpid()), str(seconds), message],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        watcher.stdin.close()  # the watcher sees the end of its input and exits quietly
+        watcher.wait()

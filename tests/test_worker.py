@@ -1,0 +1,90 @@
+"""helpers.worker: a cluster program started from a terminal stops with one line on a missing or
+malformed TF_CONFIG, and a worker whose peers never answer is ended at its start-up deadline
+instead of waiting for ever (issue 20). The last test runs notebook 13's real worker program."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from helpers import cluster, worker
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}, "task": {"type": "worker", "index": 1}}
+
+
+def test_a_good_tf_config_gives_the_task():
+    assert worker.task_from_tf_config({"TF_CONFIG": json.dumps(GOOD)}) == {"type": "worker", "index": 1}
+
+
+@pytest.mark.parametrize("text,words", [
+    (None, "TF_CONFIG is not set"),
+    ("  ", "TF_CONFIG is not set"),
+    ("{bad", "not valid JSON"),
+    ("[]", '"cluster" object'),
+    ('{"cluster": {"worker": "127.0.0.1:2222"}, "task": {"type": "worker", "index": 0}}', "list of"),
+    ('{"cluster": {"worker": ["127.0.0.1:99999"]}, "task": {"type": "worker", "index": 0}}', "port 1-65535"),
+    ('{"cluster": {"worker": ["127.0.0.1:2222"]}, "task": {"type": "chief", "index": 0}}', '"type"'),
+    ('{"cluster": {"worker": ["127.0.0.1:2222"]}, "task": {"type": "worker", "index": 1}}', "from 0 to 0"),
+    ('{"cluster": {"worker": ["127.0.0.1:2222"]}, "task": {"type": "worker", "index": true}}', "whole number"),
+    ('{"cluster": {"worker": ["127.0.0.1:2222"]}, "task": {"type": "worker", "index": "0"}}', "whole number"),
+])
+def test_a_bad_tf_config_stops_with_one_line_and_exit_2(capsys, text, words):
+    env = {} if text is None else {"TF_CONFIG": text}
+    with pytest.raises(SystemExit) as stopped:
+        worker.task_from_tf_config(env)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err and "TF_CONFIG" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("inf"), float("nan"), 10**9, "10", True, None])
+def test_the_deadline_refuses_bad_seconds(seconds):
+    with pytest.raises((TypeError, ValueError), match="seconds"):
+        worker.startup_deadline(seconds, "the other workers")
+
+
+def test_a_start_up_that_finishes_leaves_no_watcher():
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with worker.startup_deadline(30, "nothing"):
+        during = {p.pid for p in psutil.Process().children(recursive=True)} - before
+    assert len(during) == 1, "the watcher process was not started"
+    after = {p.pid for p in psutil.Process().children(recursive=True)} - before
+    assert after == set()
+
+
+def test_the_notebook_13_worker_ends_at_its_deadline_when_a_peer_never_starts(tmp_path):
+    from helpers.lessons.distribute_training import MWMS_WORKER
+
+    program = tmp_path / "mwms_worker.py"
+    program.write_text(MWMS_WORKER)
+    lonely = {"cluster": {"worker": [f"127.0.0.1:{p}" for p in cluster.free_ports(2)]},
+              "task": {"type": "worker", "index": 0}}
+    env = {**os.environ, "TF_CONFIG": json.dumps(lonely), "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(program), "--steps", "5", "--checkpoints", str(tmp_path / "ck"),
+                           "--start-timeout", "5"], env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == -9, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].startswith("mwms_worker.py: gave up after 5 s waiting for the other workers")
+    assert "Traceback" not in done.stderr
+    assert time.monotonic() - started < 200
+
+
+def test_the_notebook_13_worker_without_tf_config_prints_one_line(tmp_path):
+    from helpers.lessons.distribute_training import MWMS_WORKER
+
+    program = tmp_path / "mwms_worker.py"
+    program.write_text(MWMS_WORKER)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"} | {"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, str(program), "--steps", "5", "--checkpoints", str(tmp_path / "ck")],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("mwms_worker.py: TF_CONFIG is not set")
+    assert "Traceback" not in done.stderr
