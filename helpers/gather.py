@@ -96,7 +96,25 @@ def load(folder: str | Path) -> tuple[list[Result], list[str]]:
         notes.append(f"results from different workbook versions {by}: a comparison may have changed between them")
     if len({r.quick for r in results}) > 1:
         notes.append("some results are --quick and some full size: their workloads differ")
-    return results, notes
+    return results, notes + _copies(results)
+
+
+def _timings(record: dict[str, Any]) -> tuple[Any, ...]:
+    return record.get("baseline_s"), record.get("variant_s"), record["speedup"], tuple(record["spread"])
+
+
+def _copies(results: Sequence[Result]) -> list[str]:
+    """A note for each pair of results with the same stamp and the same timings: one file sent twice
+    would count one machine twice. Both are kept; the facilitator decides."""
+    notes = []
+    for i, a in enumerate(results):
+        for b in results[i + 1:]:
+            shared = sorted(set(a.records) & set(b.records))
+            if a.stamp == b.stamp and shared and all(
+                    _timings(a.records[k]) == _timings(b.records[k]) for k in shared):
+                notes.append(f"{a.label} and {b.label} hold the same timings for all {len(shared)} comparisons they "
+                             "share: one result sent twice? Both are gathered; remove one to count that machine once")
+    return notes
 
 
 def table(results: Sequence[Result]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import subprocess
 import sys
 
@@ -172,3 +173,20 @@ def test_notebook_15_widget_and_exercise_on_the_shipped_example_room():
 
     assert ignores_nan(speedups) == solution(speedups)  # right on a full table...
     assert gather.check_most_varied(ignores_nan, speedups).message.startswith("Not yet")  # ...not with a gap
+
+
+def test_one_result_sent_twice_is_named_and_both_are_kept(tmp_path):
+    from pathlib import Path
+
+    room = Path(__file__).resolve().parent.parent / "data" / "room-example"
+    shutil.copytree(room, tmp_path / "room")
+    twin = json.loads((room / "xeon-2-cores" / "bench.json").read_text())
+    twin["comparisons"] = twin["comparisons"][1:]  # a copy with one comparison fewer is still a copy
+    (tmp_path / "room" / "bob.json").write_text(json.dumps(twin))
+    results, notes = gather.load(tmp_path / "room")
+    assert len(results) == 4
+    twice = [n for n in notes if "sent twice" in n]
+    assert twice == [f"bob and xeon-2-cores hold the same timings for all {len(twin['comparisons'])} comparisons they "
+                     "share: one result sent twice? Both are gathered; remove one to count that machine once"]
+    _, notes = gather.load(room)  # three different runs of one machine: no such note
+    assert not [n for n in notes if "sent twice" in n]
