@@ -102,3 +102,29 @@ def reader_variants(inputs, images, labels, classes):
         "4 GZIP shards, batched parse": lambda: count_images(read_shards(inputs["gzip"], gzip=True)),
         "in memory, cached": lambda: count_images(memory),
     }
+
+
+import codecs
+import pickle
+
+
+class ArraysOnly(pickle.Unpickler):
+    """Unpickles NumPy arrays and plain data; refuses any other global a pickle names."""
+
+    ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"),  # NumPy 1 spells the module numpy.core, NumPy 2 numpy._core
+               ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}
+
+    def find_class(self, module, name):
+        if (module, name) == ("_codecs", "encode"):  # how a protocol-2 pickle written by Python 3 spells bytes
+            return latin1_bytes
+        if (module, name) in self.ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refused: the pickle names {module}.{name}")
+
+
+def latin1_bytes(text, encoding="latin1"):
+    """_codecs.encode, admitted for latin-1 text only (any other use is refused)."""
+    if encoding not in ("latin1", "latin-1") or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"refused: _codecs.encode with {encoding!r}")
+    return codecs.encode(text, "latin1")

@@ -1,8 +1,8 @@
 """Reading data files without trusting them, and checking image arrays before they are written.
 
-``load_pickle`` unpickles with a restricted unpickler that admits only what a CIFAR batch holds
-(NumPy arrays, their dtypes, bytes, lists, dicts, numbers): a pickle naming any other callable
-(``os.system``, a ``__reduce__`` payload) is refused before anything in it runs.
+``load_pickle`` unpickles with notebook 06's restricted unpickler (``ArraysOnly``, exported to
+``helpers/lessons/``), which admits only what a CIFAR batch holds: a pickle naming any other
+callable (``os.system``, a ``__reduce__`` payload) is refused before anything in it runs.
 ``images_and_labels`` refuses pixel values a ``uint8`` cannot hold, labels that are not whole
 class numbers, and arrays of the wrong shape, instead of letting them wrap or truncate silently.
 ``parse_manifest`` checks a shard manifest's structure and names what is damaged.
@@ -10,7 +10,6 @@ class numbers, and arrays of the wrong shape, instead of letting them wrap or tr
 
 from __future__ import annotations
 
-import codecs
 import json
 import pickle
 import re
@@ -20,13 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from helpers import checks
-
-#: The globals a CIFAR batch pickle names (NumPy 1 and NumPy 2 spellings).
-_ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    ("numpy", "ndarray"), ("numpy", "dtype"),
-}
 
 
 class UnsafePickle(ValueError):
@@ -80,34 +72,24 @@ def safe_members(archive: tarfile.TarFile, dest: Path) -> list[tarfile.TarInfo]:
 
 
 
-def _latin1(text: str, encoding: str = "latin1") -> bytes:
-    """How protocol-2 pickles written by Python 3 spell ``bytes``: ``_codecs.encode(s, 'latin1')``."""
-    if encoding not in ("latin1", "latin-1") or not isinstance(text, str):
-        raise pickle.UnpicklingError(f"_codecs.encode with {encoding!r}")
-    return codecs.encode(text, "latin1")
-
-
-class _DataUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("_codecs", "encode"):
-            return _latin1
-        if (module, name) in _ALLOWED:
-            return super().find_class(module, name)
-        raise UnsafePickle(f"{module}.{name}")
-
-
 def load_pickle(path: Path) -> Any:
-    """Unpickle ``path`` admitting only NumPy arrays and plain data (``bytes`` keys, as CIFAR's)."""
+    """Unpickle ``path`` with notebook 06's ``ArraysOnly`` (exported lesson code), which admits only
+    NumPy arrays and plain data (``bytes`` keys, as CIFAR's)."""
+    from helpers.lessons.pack_files_into_shards import ArraysOnly
+
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder, not a pickle file")
     try:
         with open(path, "rb") as handle:
-            return _DataUnpickler(handle, encoding="bytes").load()
-    except UnsafePickle as exc:
-        raise UnsafePickle(f"{path.name}: refused: it names {exc}, which a data file has no reason to hold "
-                           f"(only NumPy arrays and plain data are unpickled); nothing in it was run") from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
+            return ArraysOnly(handle, encoding="bytes").load()
+    except pickle.UnpicklingError as exc:
+        if str(exc).startswith("refused: the pickle names "):
+            named = str(exc).removeprefix("refused: the pickle names ")
+            raise UnsafePickle(f"{path.name}: refused: it names {named}, which a data file has no reason to hold "
+                               f"(only NumPy arrays and plain data are unpickled); nothing in it was run") from None
+        raise ValueError(f"{path.name} is not a readable CIFAR pickle: {exc}") from None
+    except (EOFError, ValueError, TypeError, AttributeError, IndexError,
             KeyError, MemoryError, RecursionError) as exc:
         raise ValueError(f"{path.name} is not a readable CIFAR pickle (truncated or corrupt): "
                          f"{type(exc).__name__}: {exc}") from None
