@@ -24,6 +24,15 @@ CPU_FEATURES = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "
 
 DEVICE_TYPES = ("CPU", "GPU")
 
+#: With one of these, TensorFlow's Linux x86 build turns oneDNN on by default (TensorFlow 2.9's
+#: release notes: "CPUs with neural-network-focused hardware features like AVX512_VNNI,
+#: AVX512_BF16, AMX"); without, it leaves oneDNN off unless TF_ENABLE_ONEDNN_OPTS=1.
+ONEDNN_DEFAULT_FEATURES = ("avx512_vnni", "avx512_bf16", "amx_tile")
+#: Instructions that compute bfloat16 in hardware: AVX-512 BF16 dot products, AMX tiles.
+BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+#: ONEDNN_MAX_CPU_ISA caps that forbid oneDNN those instructions.
+BF16_BLOCKING_ISAS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
+
 
 def scale() -> str:
     """Return the workbook scale, ``"small"`` or ``"full"``, from ``$WORKBOOK_SCALE``."""
@@ -48,20 +57,48 @@ def cpu_info(cpuinfo: str | None = None) -> dict[str, Any]:
     if cpuinfo is None:
         path = Path("/proc/cpuinfo")
         cpuinfo = path.read_text(errors="replace") if path.exists() else ""
-    model, flags = platform.processor() or platform.machine(), set()
+    model = platform.processor() or platform.machine()
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key == "model name" and value.strip():
+        if key.strip().lower() == "model name" and value.strip():
             model = value.strip()
-        elif key in ("flags", "features") and not flags:
-            flags = set(value.split())
+            break
+    flags = cpu_flags(cpuinfo)
     return {
         "model": model,
         "physical_cores": psutil.cpu_count(logical=False) or 0,
         "logical_cores": psutil.cpu_count(logical=True) or 0,
         "features": {name: name in flags for name in CPU_FEATURES},
     }
+
+
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
+    """The instruction-set flags of the first CPU in ``/proc/cpuinfo`` (or the text given)."""
+    if cpuinfo is None:
+        path = Path("/proc/cpuinfo")
+        cpuinfo = path.read_text(errors="replace") if path.exists() else ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            return set(value.split())
+    return set()
+
+
+def bf16_kernels(cpuinfo: str | None = None, onednn: bool | None = None) -> tuple[bool, str]:
+    """Whether TensorFlow's CPU kernels compute bfloat16 in hardware here, and why, in one line:
+    it takes AVX512_BF16 or AMX, oneDNN on (TensorFlow's own kernels emulate bfloat16), and no
+    ``ONEDNN_MAX_CPU_ISA`` below them."""
+    have = [f.upper() for f in BF16_FLAGS if f in cpu_flags(cpuinfo)]
+    onednn = onednn_enabled() if onednn is None else onednn
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    slower = "mixed_bfloat16 is emulated here: expect it slower than float32"
+    if not have:
+        return False, f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX): {slower}"
+    if not onednn:
+        return False, f"this CPU has {', '.join(have)} but oneDNN is off, so nothing uses them: {slower}"
+    if cap in BF16_BLOCKING_ISAS:
+        return False, f"ONEDNN_MAX_CPU_ISA={cap} forbids oneDNN this CPU's {', '.join(have)}: {slower}"
+    return True, f"this CPU computes bfloat16 in hardware ({', '.join(have)}) and oneDNN is on to use it"
 
 
 def onednn_enabled() -> bool:
@@ -71,6 +108,24 @@ def onednn_enabled() -> bool:
     except ImportError:  # pragma: no cover - only on unusual builds
         return False
     return bool(_pywrap_util_port.IsMklEnabled())
+
+
+def onednn_status(cpuinfo: str | None = None) -> str:
+    """One line: whether oneDNN is on in this process, and what decided it (the environment
+    variable, or this CPU's features under TensorFlow's default), with any ISA cap."""
+    on = onednn_enabled()
+    forced = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip()
+    have = [f.upper() for f in ONEDNN_DEFAULT_FEATURES if cpu_info(cpuinfo)["features"].get(f)]
+    if forced:
+        why = f"TF_ENABLE_ONEDNN_OPTS={forced} is set"
+    elif platform.machine().lower() not in ("x86_64", "amd64"):
+        why = f"TensorFlow's default on {platform.machine()}"
+    elif have:
+        why = f"TensorFlow's default on a CPU with {', '.join(have)}"
+    else:
+        why = "TensorFlow's default on a CPU without AVX512_VNNI, AVX512_BF16 or AMX"
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip()
+    return f"oneDNN is {'on' if on else 'off'} here ({why}" + (f"; ONEDNN_MAX_CPU_ISA={cap})" if cap and on else ")")
 
 
 def usable_cores() -> int:

@@ -115,6 +115,19 @@ def parse_placement(text: str, plumbing: bool = False) -> Any:
     return table
 
 
+#: oneDNN's rewrite of a TensorFlow kernel: _MklMatMul, _MklNativeConv2D.
+_ONEDNN_PREFIX = re.compile(r"^_Mkl(?:Native)?(?=[A-Z])")
+
+
+def fold_onednn(table: Any) -> Any:
+    """The placement table with oneDNN's kernels under TensorFlow's names (``_MklMatMul`` ->
+    ``MatMul``), duplicates folded: the same table whether oneDNN is on or off on this CPU."""
+    out = table.copy()
+    for column in ("op", "kernel"):
+        out[column] = out[column].str.replace(_ONEDNN_PREFIX, "", regex=True)
+    return out.drop_duplicates().reset_index(drop=True)
+
+
 def tensorflow_started() -> bool:
     """Whether TensorFlow's runtime has initialised in this process (devices, logging fixed)."""
     if "tensorflow" not in sys.modules:

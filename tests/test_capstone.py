@@ -47,8 +47,10 @@ def test_diffs_name_what_the_stage_program_runs(lesson):
 
 
 def test_skipped_without_bfloat16():
-    assert capstone.skipped(NO_BF16) == {6: capstone.precision.bf16_note(NO_BF16)}
-    assert capstone.skipped("flags\t\t: fpu avx512_bf16") == {}
+    assert capstone.skipped(NO_BF16) == {6: capstone.env.bf16_kernels(NO_BF16)[1]}
+    assert capstone.skipped("flags\t\t: fpu avx512_bf16", onednn=True) == {}
+    off = capstone.skipped("flags\t\t: fpu avx512_bf16", onednn=False)  # the instructions, but nothing uses them
+    assert list(off) == [6] and "oneDNN is off" in off[6]
 
 
 def test_fused_model_matches_keras_batch_norm_in_training(lesson):

@@ -119,3 +119,30 @@ def test_machine_info_is_json_ready():
     json.dumps(info)
     assert info["tensorflow"].startswith("2.21")
     assert info["logical_cores"] >= 1
+
+
+AVX2_ONLY = "model name\t: AMD EPYC\nflags\t\t: fpu sse2 avx avx2 fma\n"
+AMX = "model name\t: Intel Xeon\nflags\t\t: avx avx2 fma avx512f avx512_vnni avx512_bf16 amx_tile\n"
+
+
+@pytest.mark.parametrize(
+    ("opts", "cpuinfo", "isa", "words"),
+    [
+        ("", AVX2_ONLY, "", "CPU without AVX512_VNNI, AVX512_BF16 or AMX"),
+        ("", AMX, "", "CPU with AVX512_VNNI, AVX512_BF16, AMX_TILE"),
+        ("0", AMX, "", "TF_ENABLE_ONEDNN_OPTS=0 is set"),
+        ("1", AVX2_ONLY, "AVX2", "TF_ENABLE_ONEDNN_OPTS=1 is set"),
+    ],
+)
+def test_onednn_status_names_what_decided_it(monkeypatch, opts, cpuinfo, isa, words):
+    monkeypatch.setattr(env.platform, "machine", lambda: "x86_64")
+    for name, value in (("TF_ENABLE_ONEDNN_OPTS", opts), ("ONEDNN_MAX_CPU_ISA", isa)):
+        if value:
+            monkeypatch.setenv(name, value)
+        else:
+            monkeypatch.delenv(name, raising=False)
+    for on in (True, False):
+        monkeypatch.setattr(env, "onednn_enabled", lambda on=on: on)
+        line = env.onednn_status(cpuinfo)
+        assert line.startswith(f"oneDNN is {'on' if on else 'off'} here (") and words in line
+        assert ("ONEDNN_MAX_CPU_ISA=AVX2" in line) == (on and bool(isa))

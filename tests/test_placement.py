@@ -54,6 +54,19 @@ def test_parse_tf1_session_form_and_noise():
     ]
 
 
+def test_fold_onednn_gives_the_same_table_with_onednn_on_and_off():
+    on = fdlog.parse_placement((FIXTURES / "placement_tf2_eager.txt").read_text())
+    off = fdlog.parse_placement(
+        "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0\n"
+        "Executing op MatMul in device /job:localhost/replica:0/task:0/device:CPU:0\n"
+    )
+    assert rows(on) != rows(off)
+    assert rows(fdlog.fold_onednn(on)) == rows(fdlog.fold_onednn(off)) == [("MatMul", "MatMul", "CPU:0")]
+    native = fdlog.parse_placement("Executing op _MklNativeConv2D in device /job:localhost/replica:0/task:0/device:CPU:0")
+    assert rows(fdlog.fold_onednn(native)) == [("Conv2D", "Conv2D", "CPU:0")]
+    assert rows(on) == [("MatMul", "MatMul", "CPU:0"), ("_MklMatMul", "_MklMatMul", "CPU:0")]  # its input unchanged
+
+
 def test_parse_nothing():
     assert list(fdlog.parse_placement("hello\nworld").columns) == ["op", "kernel", "device"]
     assert fdlog.parse_placement("").empty

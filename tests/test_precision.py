@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers import env
 from helpers.topics import precision
 
 CPUINFO_BF16 = "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
@@ -62,8 +63,26 @@ def test_make_images_is_deterministic_and_learnable_shaped():
 def test_bf16_support_reads_the_flags():
     assert precision.bf16_support(CPUINFO_BF16) == {"avx512_bf16": True, "amx_bf16": True, "native": True}
     assert precision.bf16_support(CPUINFO_AVX2)["native"] is False
-    assert "natively (avx512_bf16, amx_bf16)" in precision.bf16_note(CPUINFO_BF16)
-    assert "slower than float32" in precision.bf16_note(CPUINFO_AVX2)
+    assert "in hardware (AVX512_BF16, AMX_BF16)" in precision.bf16_note(CPUINFO_BF16, onednn=True)
+    assert "slower than float32" in precision.bf16_note(CPUINFO_AVX2, onednn=True)
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "onednn", "isa", "fast", "words"),
+    [
+        (CPUINFO_BF16, True, "", True, "in hardware"),
+        (CPUINFO_BF16, True, "AVX512_CORE_AMX", True, "in hardware"),
+        (CPUINFO_BF16, False, "", False, "oneDNN is off"),
+        (CPUINFO_BF16, True, "AVX512_CORE", False, "ONEDNN_MAX_CPU_ISA=AVX512_CORE forbids"),
+        (CPUINFO_AVX2, True, "", False, "no bfloat16 instructions"),
+        (CPUINFO_AVX2, False, "", False, "no bfloat16 instructions"),
+    ],
+)
+def test_bf16_kernels_takes_the_instructions_and_onednn(monkeypatch, cpuinfo, onednn, isa, fast, words):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    got, why = env.bf16_kernels(cpuinfo, onednn)
+    assert got is fast and words in why
+    assert ("slower than float32" in why) is not fast
 
 
 def test_onednn_kernels_sums_calls_per_implementation():
@@ -139,8 +158,11 @@ def test_batch_sweep_table_figure_and_summary():
 def test_child_runs_in_a_fresh_process_and_reports_kernels():
     row, stdout = precision.run_child("float32", verbose=True, batch=2, size=8, steps=1, repeats=1)
     assert row["policy"] == "float32" and row["images"] == 2 and len(row["seconds"]) == 1
-    kernels = precision.onednn_kernels(stdout)
-    assert "convolution" in set(kernels["primitive"])  # oneDNN ran the convolutions and said so
+    primitives = set(precision.onednn_kernels(stdout)["primitive"])
+    # The child inherits this environment, so oneDNN is on or off there as here. Where it is on it
+    # runs the convolutions and says so; where it is off (AVX2-only CPUs, TF_ENABLE_ONEDNN_OPTS=0)
+    # TensorFlow's own Conv2D kernel runs and oneDNN's log holds at most its matmuls (gemm_api).
+    assert ("convolution" in primitives) == env.onednn_enabled(), (env.onednn_status(), primitives)
     table = precision.isa_table(("float32",), ("",), rounds=1, batch=2, size=8, steps=1, repeats=1)
     assert table.loc[("(all the CPU has)", "float32"), "vs float32"] == "1.00x"
     with pytest.raises(ValueError, match="isa must be one of"):

@@ -16,11 +16,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, procs, timing
+from helpers import checks, env, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn, Timing
-from helpers.topics import pipelines, precision
+from helpers.topics import pipelines
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE_KEYS = ("parallel", "vectorized", "interleave", "cache", "prefetch")  # make_pipeline's switches
@@ -39,13 +39,13 @@ def names() -> list[str]:
     return [name for name, _ in lesson().STAGES]
 
 
-def skipped(cpuinfo: str | None = None) -> dict[int, str]:
-    """Stages this machine cannot gain from, with the reason: mixed_bfloat16 without bfloat16
-    instructions (``precision.bf16_support``)."""
-    if precision.bf16_support(cpuinfo)["native"]:
+def skipped(cpuinfo: str | None = None, onednn: bool | None = None) -> dict[int, str]:
+    """Stages this machine cannot gain from, with the reason: mixed_bfloat16 where TensorFlow's
+    kernels emulate bfloat16 (``env.bf16_kernels``: no instructions, oneDNN off, or capped)."""
+    fast, why = env.bf16_kernels(cpuinfo, onednn)
+    if fast:
         return {}
-    return {i: precision.bf16_note(cpuinfo) for i, (_, change) in enumerate(lesson().STAGES)
-            if change.get("policy") == "mixed_bfloat16"}
+    return {i: why for i, (_, change) in enumerate(lesson().STAGES) if change.get("policy") == "mixed_bfloat16"}
 
 
 def _call(name: str, args: Sequence[str], kwargs: dict[str, Any]) -> str:

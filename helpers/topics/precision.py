@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks
+from helpers import checks, env
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
-BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # compute bfloat16 natively: AVX-512 BF16 dot products, AMX tiles
+BF16_FLAGS = env.BF16_FLAGS
 #: ONEDNN_MAX_CPU_ISA values a child may run under ("" = all the CPU has).
 ISAS = ("", "AVX512_CORE_AMX", "AVX512_CORE_BF16", "AVX512_CORE", "AVX2")
 MAX_IMAGE_BYTES = 2 * 2**30
@@ -54,27 +54,16 @@ def make_images(n: int, size: int = 56, classes: int = 10, seed: int = 0) -> tup
 
 
 def bf16_support(cpuinfo: str | None = None) -> dict[str, bool]:
-    """Which of ``BF16_FLAGS`` this CPU reports, and ``native``: any of them."""
-    flags: set[str] = set()
-    if cpuinfo is None:
-        path = Path("/proc/cpuinfo")
-        cpuinfo = path.read_text(errors="replace") if path.exists() else ""
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() in ("flags", "features"):
-            flags = set(value.split())
-            break
+    """Which of ``BF16_FLAGS`` this CPU reports, and ``native``: any of them (``env.bf16_kernels``
+    says whether TensorFlow's kernels use them: that also takes oneDNN)."""
+    flags = env.cpu_flags(cpuinfo)
     found = {flag: flag in flags for flag in BF16_FLAGS}
     return {**found, "native": any(found.values())}
 
 
-def bf16_note(cpuinfo: str | None = None) -> str:
-    """One line: whether mixed_bfloat16 can be expected to pay on this CPU."""
-    support = bf16_support(cpuinfo)
-    if support["native"]:
-        have = ", ".join(f for f in BF16_FLAGS if support[f])
-        return f"this CPU computes bfloat16 natively ({have})"
-    return "this CPU has no bfloat16 instructions (avx512_bf16, amx_bf16): expect mixed_bfloat16 to be slower than float32"
+def bf16_note(cpuinfo: str | None = None, onednn: bool | None = None) -> str:
+    """One line: whether mixed_bfloat16 can be expected to pay here, and what decided it."""
+    return env.bf16_kernels(cpuinfo, onednn)[1]
 
 
 def fit_variants(policies: Sequence[str] = ("float32", "mixed_bfloat16"), jit_compile: Sequence[bool] = (False,),

@@ -1,0 +1,60 @@
+"""One machine plays the others. The main run checks each notebook on this CPU as TensorFlow sets
+it up by default; here the notebooks whose lessons depend on oneDNN run under nbval again, in a
+fresh kernel, with oneDNN the other way round: off where this CPU turns it on (AVX-512 and AMX
+servers play an AVX2-only laptop), and forced on but capped at AVX2 where it is off (an AVX2-only
+laptop plays a server's oneDNN kernels without their AVX-512). A notebook says its lesson depends on
+oneDNN by printing ``env.onednn_status()`` or comparing a placement table through
+``fdlog.fold_onednn``; that is what puts it in this list."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import env
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+MARKS = ("env.onednn_status()", "fdlog.fold_onednn(")
+
+
+def code(path: Path) -> str:
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def onednn_notebooks() -> list[str]:
+    """The notebooks whose code names one of ``MARKS``."""
+    return sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if any(m in code(p) for m in MARKS))
+
+
+def other_setting() -> dict[str, str]:
+    """The environment that turns this machine's default oneDNN setting round."""
+    if env.onednn_enabled():
+        return {"TF_ENABLE_ONEDNN_OPTS": "0"}
+    return {"TF_ENABLE_ONEDNN_OPTS": "1", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def test_the_oneDNN_notebooks_are_the_ones_that_need_it():
+    names = onednn_notebooks()
+    # Their lessons differ by CPU: placement logs (02, 03), NCHW convolution (08).
+    assert {"02_find_where_ops_run.ipynb", "03_choose_soft_placement.ipynb", "08_fuse_ops_and_pick_layouts.ipynb"} <= set(names)
+
+
+@pytest.mark.parametrize("name", onednn_notebooks())
+def test_notebook_runs_with_onednn_the_other_way_round(name, tmp_path):
+    if os.environ.get("TF_ENABLE_ONEDNN_OPTS") or os.environ.get("ONEDNN_MAX_CPU_ISA"):
+        pytest.skip("oneDNN is already set by hand for this run: the main run covers that setting")
+    setting = other_setting()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+         "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), str(NOTEBOOKS / name)],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+        env={**os.environ, **setting, "WORKBOOK_SCALE": "small"},
+    )
+    assert result.returncode == 0, f"under {setting}:\n{result.stdout[-4000:]}"
