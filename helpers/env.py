@@ -24,10 +24,11 @@ CPU_FEATURES = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "
 
 DEVICE_TYPES = ("CPU", "GPU")
 
-#: With one of these, TensorFlow's Linux x86 build turns oneDNN on by default (TensorFlow 2.9's
-#: release notes: "CPUs with neural-network-focused hardware features like AVX512_VNNI,
-#: AVX512_BF16, AMX"); without, it leaves oneDNN off unless TF_ENABLE_ONEDNN_OPTS=1.
-ONEDNN_DEFAULT_FEATURES = ("avx512_vnni", "avx512_bf16", "amx_tile")
+#: With one of these, TensorFlow's Linux x86 build turns oneDNN on by default (its IsMklEnabled in
+#: util.cc; TensorFlow 2.9's release notes: "neural-network-focused hardware features such as
+#: AVX512_VNNI, AVX512_BF16, AMX"); without, it leaves oneDNN off unless TF_ENABLE_ONEDNN_OPTS=1.
+#: AVX_VNNI is on AVX2-only laptops too (Intel's 12th generation and later).
+ONEDNN_DEFAULT_FEATURES = ("avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16")
 #: Instructions that compute bfloat16 in hardware: AVX-512 BF16 dot products, AMX tiles.
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 #: ONEDNN_MAX_CPU_ISA caps that forbid oneDNN those instructions.
@@ -115,7 +116,7 @@ def onednn_status(cpuinfo: str | None = None) -> str:
     variable, or this CPU's features under TensorFlow's default), with any ISA cap."""
     on = onednn_enabled()
     forced = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip()
-    have = [f.upper() for f in ONEDNN_DEFAULT_FEATURES if cpu_info(cpuinfo)["features"].get(f)]
+    have = [f.upper() for f in ONEDNN_DEFAULT_FEATURES if f in cpu_flags(cpuinfo)]
     if forced:
         why = f"TF_ENABLE_ONEDNN_OPTS={forced} is set"
     elif platform.machine().lower() not in ("x86_64", "amd64"):
@@ -123,7 +124,7 @@ def onednn_status(cpuinfo: str | None = None) -> str:
     elif have:
         why = f"TensorFlow's default on a CPU with {', '.join(have)}"
     else:
-        why = "TensorFlow's default on a CPU without AVX512_VNNI, AVX512_BF16 or AMX"
+        why = "TensorFlow's default on a CPU without AVX512_VNNI, AVX_VNNI, AVX512_BF16 or AMX"
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip()
     return f"oneDNN is {'on' if on else 'off'} here ({why}" + (f"; ONEDNN_MAX_CPU_ISA={cap})" if cap and on else ")")
 

@@ -128,7 +128,8 @@ AMX = "model name\t: Intel Xeon\nflags\t\t: avx avx2 fma avx512f avx512_vnni avx
 @pytest.mark.parametrize(
     ("opts", "cpuinfo", "isa", "words"),
     [
-        ("", AVX2_ONLY, "", "CPU without AVX512_VNNI, AVX512_BF16 or AMX"),
+        ("", AVX2_ONLY, "", "CPU without AVX512_VNNI, AVX_VNNI, AVX512_BF16 or AMX"),
+        ("", AVX2_ONLY.replace("fma", "fma avx_vnni"), "", "CPU with AVX_VNNI"),  # a 12th-gen Intel laptop
         ("", AMX, "", "CPU with AVX512_VNNI, AVX512_BF16, AMX_TILE"),
         ("0", AMX, "", "TF_ENABLE_ONEDNN_OPTS=0 is set"),
         ("1", AVX2_ONLY, "AVX2", "TF_ENABLE_ONEDNN_OPTS=1 is set"),
