@@ -89,6 +89,9 @@ def bf16_kernels(cpuinfo: str | None = None, onednn: bool | None = None) -> tupl
     """Whether TensorFlow's CPU kernels compute bfloat16 in hardware here, and why, in one line:
     it takes AVX512_BF16 or AMX, oneDNN on (TensorFlow's own kernels emulate bfloat16), and no
     ``ONEDNN_MAX_CPU_ISA`` below them."""
+    from helpers import checks
+
+    onednn = checks.optional_flag("onednn", onednn)
     have = [f.upper() for f in BF16_FLAGS if f in cpu_flags(cpuinfo)]
     onednn = onednn_enabled() if onednn is None else onednn
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
