@@ -5,6 +5,8 @@
   on the second run fails the notebook's last cell, naming the cell. One kernel thus checks both
   the saved outputs and that each cell can be rerun (the second run's outputs are not compared:
   rerunning may legitimately change them).
+- ``# NBVAL_RAISES_EXCEPTION`` cells: the error raised must be the one the cell names on a line
+  ``# raises: ErrorName``; a cell that stops raising, or raises another error, fails.
 - After the run, the time each notebook took per kind of test: nbval's first run of its cells,
   their second run, and its JupyterLab run in the browser tests.
 """
@@ -32,9 +34,32 @@ def _is_nbval_cell(item) -> bool:
     return type(item).__name__ == "IPyNbCell" and hasattr(item, "options")
 
 
+#: An expected-error cell (``# NBVAL_RAISES_EXCEPTION``) names the error it teaches on a line of
+#: its own, ``# raises: ValueError``; nbval alone would pass it if it stopped raising.
+RAISES = re.compile(r"^# raises: (?P<name>[A-Za-z_][\w.]*)\s*$", re.MULTILINE)
+
+
+def expected_error_problem(source: str, outputs) -> str | None:
+    """Why an expected-error cell's run does not show the error it names, or None when it does."""
+    named = RAISES.findall(source)
+    if len(named) != 1:
+        return "an NBVAL_RAISES_EXCEPTION cell needs one line '# raises: ErrorName' naming the error it teaches"
+    raised = [out.get("ename") for out in outputs or () if out.get("ename")]
+    if not raised:
+        return f"expected {named[0]}, but the cell raised nothing"
+    if raised[-1] != named[0].rsplit(".", 1)[-1]:
+        return f"expected {named[0]}, but the cell raised {raised[-1]}"
+    return None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     outcome = yield
+    if _is_nbval_cell(item) and outcome.excinfo is None and item.options.get("check_exception"):
+        problem = expected_error_problem(item.cell.source, getattr(item, "test_outputs", None))
+        if problem:
+            outcome.force_exception(AssertionError(f"{item.name}: {problem}"))
+            return
     if not (item.config.getoption("--nbval-rerun") and _is_nbval_cell(item)):
         return
     cells = [i for i in item.session.items if _is_nbval_cell(i) and i.parent is item.parent]

@@ -54,13 +54,29 @@ def test_rerun_fails_on_a_cell_that_breaks_when_run_twice(tmp_path):
 
 
 def test_rerun_passes_a_notebook_that_can_be_rerun_and_skips_expected_errors(tmp_path):
-    write_notebook(tmp_path, "96_fine.ipynb", "x = 1", "# NBVAL_RAISES_EXCEPTION\n1 / 0", "# NBVAL_CHECK_OUTPUT\nprint(x + 1)")
+    write_notebook(tmp_path, "96_fine.ipynb", "x = 1", "# NBVAL_RAISES_EXCEPTION\n# raises: ZeroDivisionError\n1 / 0", "# NBVAL_CHECK_OUTPUT\nprint(x + 1)")
     nb = json.loads((tmp_path / "96_fine.ipynb").read_text())
     nb["cells"][2].update(execution_count=1, outputs=[{"output_type": "stream", "name": "stdout", "text": "2\n"}])
     (tmp_path / "96_fine.ipynb").write_text(json.dumps(nb))
     result = run_pytest(tmp_path, *NBVAL, "--nbval-rerun", "96_fine.ipynb")
     assert result.returncode == 0, result.stdout[-2000:]
     assert "3 passed" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("cell", "words"),
+    [
+        ("# NBVAL_RAISES_EXCEPTION\n# raises: ZeroDivisionError\n1 / 1", "expected ZeroDivisionError, but the cell raised nothing"),
+        ("# NBVAL_RAISES_EXCEPTION\n# raises: ZeroDivisionError\n{}['key']", "expected ZeroDivisionError, but the cell raised KeyError"),
+        ("# NBVAL_RAISES_EXCEPTION\n1 / 0", "needs one line '# raises: ErrorName'"),
+    ],
+    ids=["stopped-raising", "another-error", "no-name"],
+)
+def test_nbval_fails_on_an_expected_error_cell_that_does_not_raise_what_it_names(tmp_path, cell, words):
+    write_notebook(tmp_path, "95_raises.ipynb", "x = 1", cell)
+    result = run_pytest(tmp_path, *NBVAL, "95_raises.ipynb")
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "1 failed, 1 passed" in result.stdout and words in result.stdout
 
 
 def test_browser_test_fails_on_a_cell_that_raises(tmp_path):
