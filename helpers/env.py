@@ -85,16 +85,19 @@ def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     return set()
 
 
-def bf16_kernels(cpuinfo: str | None = None, onednn: bool | None = None) -> tuple[bool, str]:
+def bf16_kernels(cpuinfo: str | None = None, onednn: bool | None = None, isa: str | None = None) -> tuple[bool, str]:
     """Whether TensorFlow's CPU kernels compute bfloat16 in hardware here, and why, in one line:
     it takes AVX512_BF16 or AMX, oneDNN on (TensorFlow's own kernels emulate bfloat16), and no
-    ``ONEDNN_MAX_CPU_ISA`` below them."""
+    ``ONEDNN_MAX_CPU_ISA`` below them (``isa``: a cap a child process will run under; by default,
+    or when empty, this process's own)."""
     from helpers import checks
 
     onednn = checks.optional_flag("onednn", onednn)
+    if isa is not None and not isinstance(isa, str):
+        raise checks.BadType(f"isa must be an ONEDNN_MAX_CPU_ISA value such as 'AVX512_CORE', got {isa!r}")
     have = [f.upper() for f in BF16_FLAGS if f in cpu_flags(cpuinfo)]
     onednn = onednn_enabled() if onednn is None else onednn
-    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    cap = (isa or os.environ.get("ONEDNN_MAX_CPU_ISA", "")).strip().upper()
     slower = "mixed_bfloat16 is emulated here: expect it slower than float32"
     if not have:
         return False, f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX): {slower}"

@@ -266,35 +266,3 @@ def _ratio(a: float, b: float) -> float:
     if b > 0:
         return a / b
     return math.nan if a == 0 else math.inf
-
-
-def verdict(table: Any, variant: str | None = None) -> str:
-    """One line that says how a variant compares with the baseline, with its spread.
-
-    Without ``variant``, speaks of the fastest non-baseline row.
-    """
-    baseline = table.attrs.get("baseline", table.index[0])
-    others = [name for name in table.index if name != baseline]
-    if not others:
-        row = table.loc[baseline]
-        return f"{baseline}: median {format_seconds(row['median_s'])} over {int(row['repeats'])} runs."
-    if variant is None:
-        variant = max(others, key=lambda name: table.loc[name, "speedup"])
-    if variant not in table.index:
-        raise ValueError(f"variant {variant!r} is not in the table {list(table.index)}")
-    row = table.loc[variant]
-    low, high, speedup = row["speedup_low"], row["speedup_high"], row["speedup"]
-    if not all(math.isfinite(v) and v > 0 for v in (low, high, speedup)):
-        return (
-            f"{variant} vs {baseline}: some calls were too fast for the clock to time; "
-            "use a bigger workload."
-        )
-    spread = f"IQR range {low:.2f}-{high:.2f}x, {int(row['repeats'])} runs each"
-    if low <= 1.0 <= high:
-        return (
-            f"{variant} vs {baseline}: no clear difference ({speedup:.2f}x; {spread}); "
-            "the runs overlap, so rerun with more repeats before drawing a conclusion."
-        )
-    if speedup >= 1:
-        return f"{variant} is {speedup:.2f}x faster than {baseline} ({spread})."
-    return f"{variant} is {1 / speedup:.2f}x slower than {baseline} ({spread})."

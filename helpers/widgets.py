@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from helpers import timing
+from helpers import timing, verdicts
 from helpers.checks import whole_number
 from helpers.timing import ProgressFn
 
@@ -104,13 +104,14 @@ def show_figure(fig: Any) -> None:
     display(Image(data=png(fig)))
 
 
-def show(table: Any, title: str = "", unit: str = "ms") -> None:
-    """Display the static figure, the table and the verdict for the saved notebook."""
+def show(table: Any, title: str = "", unit: str = "ms", **reading: Any) -> None:
+    """Display the static figure, the table and the verdict for the saved notebook (``reading``:
+    ``verdicts.verdict``'s variant, baseline, expect and why)."""
     from IPython.display import display
 
     show_figure(figure(table, title, unit))
     display(display_table(table))
-    print(timing.verdict(table))
+    print(verdicts.verdict(table, **reading))
 
 
 class RunWidget:
@@ -234,7 +235,7 @@ class ComparisonWidget(RunWidget):
     def render(self, result: Any, title: str) -> tuple[list[Any], str]:
         from IPython.display import Image
 
-        return [Image(data=png(figure(result, title, self.unit))), display_table(result)], timing.verdict(result)
+        return [Image(data=png(figure(result, title, self.unit))), display_table(result)], verdicts.verdict(result)
 
 
 class ExperimentWidget(RunWidget):

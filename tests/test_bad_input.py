@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from tests import badinput
 
 MODULES = [
-    "helpers.timing", "helpers.env", "helpers.widgets", "helpers.fdlog", "helpers.rss", "helpers.utilization",
+    "helpers.timing", "helpers.verdicts", "helpers.env", "helpers.widgets", "helpers.fdlog", "helpers.onednn",
+    "helpers.rss", "helpers.utilization",
     "helpers.topics.capstone", "helpers.topics.cpu_report", "helpers.topics.cputune", "helpers.topics.data_service",
     "helpers.topics.distribute", "helpers.topics.fused", "helpers.topics.graphs", "helpers.topics.memory",
     "helpers.topics.model_latency", "helpers.topics.pipelines", "helpers.topics.precision",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import env
+from helpers import env, onednn
 from helpers.topics import precision
 
 CPUINFO_BF16 = "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
@@ -87,14 +87,53 @@ def test_bf16_kernels_takes_the_instructions_and_onednn(monkeypatch, cpuinfo, on
 
 
 def test_onednn_kernels_sums_calls_per_implementation():
-    table = precision.onednn_kernels(VERBOSE)
+    table = onednn.kernels(VERBOSE)
     assert list(table.columns) == ["primitive", "pass", "implementation", "dtype", "calls", "total ms"]
     first = table.iloc[0]  # sorted by time: the reference kernel first
     assert (first["implementation"], first["dtype"], first["calls"]) == ("ref:any", "f16", 1)
     amx = table[table["implementation"] == "brg_conv_fwd:avx10_1_512_amx"].iloc[0]
     assert amx["calls"] == 2 and amx["total ms"] == 2.0 and amx["dtype"] == "bf16"
     assert table[table["primitive"] == "gemm_api"].iloc[0]["dtype"] == "f32"
-    assert precision.onednn_kernels("no oneDNN here").empty
+    assert onednn.kernels("no oneDNN here").empty
+
+
+def test_kernel_summary_names_the_slowest_pass_and_a_reference_fallback():
+    table = onednn.kernels(VERBOSE)
+    conv = table[table["primitive"] == "convolution"].set_index(["pass", "implementation", "dtype"])["total ms"]
+    amx = conv[conv.index.get_level_values("implementation") != "ref:any"]
+    lines = onednn.kernel_summary({"mixed_float16": conv, "mixed_bfloat16": amx, "float32": conv.iloc[:0]}).splitlines()
+    assert lines[0] == ("mixed_float16: slowest pass backward_weights in f16 on ref:any, oneDNN's reference "
+                        "implementation (the slow fallback): 2,620.2 ms")
+    assert lines[1] == "mixed_bfloat16: slowest pass forward_training in bf16 on brg_conv_fwd:avx10_1_512_amx: 2.0 ms"
+    assert lines[2].startswith("float32: oneDNN ran no convolution")
+
+
+def test_isa_summary_reads_each_limit_against_its_expectation(monkeypatch):
+    from types import SimpleNamespace
+
+    from helpers import timing
+
+    monkeypatch.setattr(env, "cpu_flags", lambda cpuinfo=None: {"avx512_bf16", "amx_bf16"})
+    monkeypatch.setattr(env, "onednn_enabled", lambda: True)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    seconds = {("", "float32"): 3.0, ("", "mixed_bfloat16"): 1.0, ("AVX512_CORE", "float32"): 3.0,
+               ("AVX512_CORE", "mixed_bfloat16"): 9.0}
+    timings = {pair: timing.Timing(" ".join(pair), (t, t, t)) for pair, t in seconds.items()}
+    lines = precision.isa_summary(SimpleNamespace(attrs={"timings": timings})).splitlines()
+    assert lines[0].startswith("ONEDNN_MAX_CPU_ISA=(all the CPU has): mixed_bfloat16 is 3.00x faster than float32")
+    assert lines[0].endswith("; as expected.")
+    assert lines[1].startswith("ONEDNN_MAX_CPU_ISA=AVX512_CORE: mixed_bfloat16 is 3.00x slower than float32")
+    assert "forbids oneDNN" in lines[1] and lines[1].endswith("; as expected.")
+
+
+def test_bf16_kernels_reads_a_childs_cap_and_refuses_a_non_string(monkeypatch):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert env.bf16_kernels(CPUINFO_BF16, True, isa="AVX512_CORE")[0] is False
+    assert env.bf16_kernels(CPUINFO_BF16, True, isa="")[0] is True
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert env.bf16_kernels(CPUINFO_BF16, True, isa="")[0] is False  # the child inherits this process's cap
+    with pytest.raises(TypeError, match="isa must be"):
+        env.bf16_kernels(CPUINFO_BF16, True, isa=3)
 
 
 def test_check_float32_output():
@@ -159,7 +198,7 @@ def test_batch_sweep_table_figure_and_summary():
 def test_child_runs_in_a_fresh_process_and_reports_kernels():
     row, stdout = precision.run_child("float32", verbose=True, batch=2, size=8, steps=1, repeats=1)
     assert row["policy"] == "float32" and row["images"] == 2 and len(row["seconds"]) == 1
-    primitives = set(precision.onednn_kernels(stdout)["primitive"])
+    primitives = set(onednn.kernels(stdout)["primitive"])
     # The child inherits this environment, so oneDNN is on or off there as here. Where it is on it
     # runs the convolutions and says so; where it is off (AVX2-only CPUs, TF_ENABLE_ONEDNN_OPTS=0)
     # TensorFlow's own Conv2D kernel runs and oneDNN's log holds at most its matmuls (gemm_api).

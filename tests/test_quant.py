@@ -107,6 +107,7 @@ def test_latency_tables(trained):
     assert model_latency.latency_summary(table).startswith("int8, 1 thread: ")
     sizes = model_latency.size_latency_table({"cnn": (contents, x_test[:1])}, repeats=3)
     assert sizes.loc["cnn", "int8 speed-up"] > 0 and len(model_latency.size_latency_figure(sizes).axes) == 1
+    assert model_latency.size_latency_summary(sizes).startswith("int8 against float32, one thread: cnn ")
     with pytest.raises(ValueError, match="threads"):
         model_latency.latency_table(contents, x_test[:1], threads=(0,))
     with pytest.raises(ValueError, match="size"):

@@ -126,6 +126,14 @@ def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypa
     assert tfrecords.verify(tmp_path, *data, "train", progress=False)["shards"] == 3
 
 
+def test_a_rerun_removes_what_a_killed_run_left_half_written(tmp_path, data):
+    """A kill can land while a shard or the manifest is being written: the rerun removes both temps."""
+    (tmp_path / ".train-00000-of-00003.tfrecord.x1.tmp").write_bytes(b"half a shard")
+    (tmp_path / ".manifest.json.x2.tmp").write_text('{"train": ')
+    convert(data, tmp_path)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
 def test_killed_conversion_leaves_only_complete_shards(tmp_path):
     """SIGKILL a real conversion mid-way: every shard under a final name is complete."""
     code = textwrap.dedent(f"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as W
 import pytest
 
-from helpers import timing, widgets
+from helpers import timing, verdicts, widgets
 
 
 def make_variants(n: int = 10):
@@ -23,7 +23,7 @@ def test_click_runs_and_shows_plot_table_and_verdict():
     assert kinds == ["display_data", "display_data", "stream"]
     assert widget.out.outputs[0]["data"]["image/png"]  # the chart
     assert "text/html" in widget.out.outputs[1]["data"]  # the table
-    assert widget.out.outputs[2]["text"] == timing.verdict(table) + "\n"
+    assert widget.out.outputs[2]["text"] == verdicts.verdict(table) + "\n"
     assert widget.progress.value == widget.progress.max == 3
     assert widget.progress.description == "done" and not widget.button.disabled
 
@@ -100,7 +100,7 @@ def test_display_table_formats_units():
 
 def test_show_prints_the_verdict(capsys):
     widgets.show(_table(), "title")
-    assert timing.verdict(_table()) in capsys.readouterr().out
+    assert verdicts.verdict(_table()) in capsys.readouterr().out
 
 
 def test_experiment_widget_runs_plots_and_summarises():

@@ -98,6 +98,13 @@ def size_latency_table(models: Mapping[str, tuple[Mapping[str, bytes], Any]], re
     return pd.DataFrame(rows).set_index("model")
 
 
+def size_latency_summary(table: Any) -> str:
+    """int8's speed against float32 on one thread, per model, smallest model first."""
+    return "int8 against float32, one thread: " + ", ".join(
+        f"{name} {row['int8 speed-up']:.2f}x (float32 {row['float32 us']:.1f} us, int8 {row['int8 us']:.1f} us)"
+        for name, row in table.iterrows())
+
+
 def size_latency_figure(table: Any) -> Any:
     """Latency against float32 model size, log-log, float32 and int8."""
     from matplotlib.figure import Figure

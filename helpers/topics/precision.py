@@ -1,13 +1,12 @@
 """Mixed precision and Keras 3's compile settings (notebook 12): the synthetic images it trains
 on, whether this CPU computes bfloat16 natively, the variants the widgets and the bench time
 (built from the notebook's exported lesson code, ``helpers.lessons.train_in_mixed_precision``),
-fresh-process runs of its ``PRECISION_CHILD`` under a narrower oneDNN instruction set, its kernel
-log as a table, the batch-size sweep and the exercise checks."""
+fresh-process runs of its ``PRECISION_CHILD`` under a narrower oneDNN instruction set (their
+kernel logs are read by ``helpers.onednn``), the batch-size sweep and the exercise checks."""
 
 from __future__ import annotations
 
 import functools
-import re
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -157,31 +156,32 @@ def isa_table(policies: Sequence[str] = ("float32", "mixed_bfloat16"), isas: Seq
         rows.append({"ONEDNN_MAX_CPU_ISA": isa or "(all the CPU has)", "policy": policy, "images/s": round(images / t.median),
                      "q1-q3 images/s": f"{images / t.q3:.0f}-{images / t.q1:.0f}",
                      "vs float32": f"{base.median / t.median:.2f}x" if base else "-"})
-    return pd.DataFrame(rows).set_index(["ONEDNN_MAX_CPU_ISA", "policy"])
+    table = pd.DataFrame(rows).set_index(["ONEDNN_MAX_CPU_ISA", "policy"])
+    table.attrs["timings"] = timings
+    return table
 
 
-_DTYPE = re.compile(r"src[:_](\w+?)[:_]")
+def bf16_expected(isa: str | None = None) -> dict[str, str]:
+    """What the notebook leads the reader to expect of mixed_bfloat16 against float32 here, for
+    ``verdicts.verdict``: "faster" where the kernels compute bfloat16 in hardware, else "slower"."""
+    fast, why = env.bf16_kernels(isa=isa)
+    return {"expect": "faster" if fast else "slower", "why": why}
 
 
-def onednn_kernels(stdout: str) -> Any:
-    """oneDNN's ``ONEDNN_VERBOSE=1`` lines read as a table: each primitive, pass and
-    implementation with its source dtype, the number of calls and their total milliseconds."""
-    import pandas as pd
+def isa_summary(table: Any) -> str:
+    """One line per instruction limit of an ``isa_table``: mixed_bfloat16 against float32, with
+    the spread and whether this CPU's expectation under that limit held."""
+    from helpers import timing, verdicts
 
-    totals: dict[tuple[str, str, str, str], list[float]] = {}
-    for line in stdout.splitlines():
-        fields = line.split(",")
-        if len(fields) < 10 or fields[0] != "onednn_verbose" or fields[3] != "exec":
+    lines = []
+    for (isa, policy), t in table.attrs["timings"].items():
+        base = table.attrs["timings"].get((isa, "float32"))
+        if policy == "float32" or base is None:
             continue
-        dtype = _DTYPE.search(fields[8])
-        key = (fields[5], fields[7], fields[6] or "-", dtype.group(1) if dtype else "?")
-        entry = totals.setdefault(key, [0, 0.0])
-        entry[0] += 1
-        entry[1] += float(fields[-1]) if re.fullmatch(r"[\d.]+", fields[-1]) else 0.0
-    rows = [{"primitive": k[0], "pass": k[1], "implementation": k[2], "dtype": k[3], "calls": int(v[0]), "total ms": round(v[1], 1)}
-            for k, v in totals.items()]
-    columns = ["primitive", "pass", "implementation", "dtype", "calls", "total ms"]
-    return pd.DataFrame(rows, columns=columns).sort_values("total ms", ascending=False, ignore_index=True)
+        pair = timing.comparison_table({"float32": base, policy: t}, "float32")
+        expected = bf16_expected(isa) if policy == "mixed_bfloat16" else {}
+        lines.append(f"ONEDNN_MAX_CPU_ISA={isa or '(all the CPU has)'}: {verdicts.verdict(pair, policy, **expected)}")
+    return "\n".join(lines)
 
 
 def batch_sweep(batches: Sequence[int] = (16, 32, 64, 128, 256), policy: str = "mixed_bfloat16", images: int = 512,
@@ -229,7 +229,8 @@ def sweep_summary(table: Any) -> str:
     """The fastest batch size, and what the largest one costs per batch against the smallest."""
     best, small, large = table["images/s"].idxmax(), table.index.min(), table.index.max()
     return (f"most images/s at batch {best} ({table.loc[best, 'images/s']}); batch {large} took "
-            f"{table.loc[large, 'ms per batch'] / table.loc[small, 'ms per batch']:.1f}x as long per batch as batch {small}")
+            f"{table.loc[large, 'ms per batch'] / table.loc[small, 'ms per batch']:.1f}x as long per batch as batch {small}, "
+            f"for {large / small:g}x the images")
 
 
 def check_float32_output(model: Any) -> Feedback:

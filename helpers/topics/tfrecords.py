@@ -135,7 +135,8 @@ def convert(
     lesson = lesson_module()
     out_dir = fileio.make_folder(out_dir, "out_dir")
     manifest = read_manifest(out_dir)
-    for leftover in out_dir.glob(f".{split}-*.tmp"):  # from a run that was killed mid-shard
+    # From a run that was killed mid-shard, or while it rewrote the manifest.
+    for leftover in [*out_dir.glob(f".{split}-*.tmp"), *out_dir.glob(f".{MANIFEST}.*.tmp")]:
         leftover.unlink(missing_ok=True)
     record_bytes = len(lesson.make_example(images[0], labels[0], encoding)) + 16  # + TFRecord framing
     ranges = plan_shards(len(images), record_bytes, target_bytes, n_shards)

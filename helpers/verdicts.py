@@ -1,0 +1,90 @@
+"""The sentence that reads a timed comparison, computed from this run's table.
+
+The markdown of a notebook states the mechanism and the direction to expect, and under which
+conditions; the line printed here says what this run showed: the ratio with its spread, "no
+clear difference" when the quartiles overlap, and, when the notebook says what it expects on
+this machine (``expect``, with ``why``: what decided it), whether that held. So the prose never
+carries another machine's numbers, and the reader's output agrees with the reader's machine.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from helpers import timing
+
+EXPECTATIONS = ("faster", "slower", "no clear difference", "not faster", "not slower")
+
+
+def ratio(table: Any, variant: str, baseline: str | None = None) -> tuple[float, float, float, int]:
+    """``variant``'s speed-up over ``baseline`` (the table's own baseline by default): median,
+    and the low and high ends from the quartiles (q1/q3 and q3/q1), and the runs per row."""
+    baseline = table.attrs.get("baseline", table.index[0]) if baseline is None else baseline
+    for name in (variant, baseline):
+        if name not in table.index:
+            raise ValueError(f"variant {name!r} is not in the table {list(table.index)}")
+    if baseline == table.attrs.get("baseline", table.index[0]):
+        row = table.loc[variant]
+        return row["speedup"], row["speedup_low"], row["speedup_high"], int(row["repeats"])
+    base, var = table.loc[baseline], table.loc[variant]
+    return (_div(base["median_s"], var["median_s"]), _div(base["q1_s"], var["q3_s"]),
+            _div(base["q3_s"], var["q1_s"]), int(min(base["repeats"], var["repeats"])))
+
+
+def _div(a: float, b: float) -> float:
+    if b > 0:
+        return a / b
+    return math.nan if a == 0 else math.inf
+
+
+#: A median within this fraction of 1 is no clear difference even when the quartiles part: a 1 %
+#: gain is inside what a rerun moves, and a verdict must not name a winner there.
+MIN_EFFECT = 0.03
+
+
+def _outcome(low: float, high: float, speedup: float = 1.0) -> str:
+    """"faster", "slower" or "no clear difference", from the speed-up's quartile range and median."""
+    if low <= 1.0 <= high or abs(speedup - 1.0) < MIN_EFFECT:
+        return "no clear difference"
+    return "faster" if low > 1.0 else "slower"
+
+
+def verdict(table: Any, variant: str | None = None, baseline: str | None = None,
+            expect: str | None = None, why: str = "") -> str:
+    """One line: how ``variant`` (the fastest other row by default) compares with ``baseline``,
+    with its spread; with ``expect``, whether the direction the notebook leads the reader to
+    expect on this machine held (``why``: what decided that expectation, such as CPU features)."""
+    if expect is not None and expect not in EXPECTATIONS:
+        raise ValueError(f"expect must be one of {EXPECTATIONS} or None, got {expect!r}")
+    base_name = table.attrs.get("baseline", table.index[0]) if baseline is None else baseline
+    others = [name for name in table.index if name != base_name]
+    if not others:
+        row = table.loc[base_name]
+        return f"{base_name}: median {timing.format_seconds(row['median_s'])} over {int(row['repeats'])} runs."
+    if variant is None:
+        variant = max(others, key=lambda name: ratio(table, name, base_name)[0])
+    speedup, low, high, repeats = ratio(table, variant, base_name)
+    if not all(math.isfinite(v) and v > 0 for v in (low, high, speedup)):
+        return f"{variant} vs {base_name}: some calls were too fast for the clock to time; use a bigger workload."
+    spread = f"IQR range {low:.2f}-{high:.2f}x, {repeats} runs each"
+    seen = _outcome(low, high, speedup)
+    if seen == "no clear difference":
+        why_not = "the runs overlap" if low <= 1.0 <= high else f"within {MIN_EFFECT:.0%} at the median"
+        line = (f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread}); "
+                f"{why_not}, so rerun with more repeats before drawing a conclusion.")
+    elif seen == "faster":
+        line = f"{variant} is {speedup:.2f}x faster than {base_name} ({spread})."
+    else:  # the spread as slow-downs too, so that both ends read the same way as the median
+        line = f"{variant} is {1 / speedup:.2f}x slower than {base_name} (IQR range {1 / high:.2f}-{1 / low:.2f}x, {repeats} runs each)."
+    if expect is None:
+        return line
+    because = f" ({why})" if why else ""
+    if seen == expect or (expect.startswith("not ") and seen != expect[4:]):
+        held = "as expected"
+    elif seen == "no clear difference":
+        held = "not shown in this run"
+    else:
+        held = "not what this machine was expected to show: see the conditions in the text"
+    wanted = "no clear difference" if expect == "no clear difference" else f"{variant} {expect} than {base_name}"
+    return f"{line} Expected here: {wanted}{because}; {held}."

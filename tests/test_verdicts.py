@@ -1,0 +1,63 @@
+"""The computed sentence under a timed comparison: direction, spread, and the expectation."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import timing, verdicts
+
+
+def _table(**rows):
+    timings = {name: timing.Timing(name, seconds) for name, seconds in rows.items()}
+    return timing.comparison_table(timings, next(iter(rows)))
+
+
+def test_verdict_faster_slower_and_overlap():
+    assert verdicts.verdict(_table(base=(2.0, 2.0, 2.0), var=(1.0, 1.0, 1.0))).startswith(
+        "var is 2.00x faster than base (IQR range 2.00-2.00x, 3 runs each)"
+    )
+    assert "var is 2.00x slower than base" in verdicts.verdict(_table(base=(1.0,) * 3, var=(2.0,) * 3))
+    assert "no clear difference" in verdicts.verdict(_table(base=(1.0, 2.0, 3.0), var=(1.1, 2.0, 2.9)))
+    with pytest.raises(ValueError, match="not in the table"):
+        verdicts.verdict(_table(base=(1.0,), var=(1.0,)), variant="nope")
+
+
+def test_a_tiny_gain_is_no_clear_difference_even_when_the_quartiles_part():
+    line = verdicts.verdict(_table(base=(1.01, 1.01, 1.01), var=(1.0, 1.0, 1.0)))
+    assert "no clear difference" in line and "within 3% at the median" in line
+
+
+def test_too_fast_for_the_clock():
+    assert "too fast for the clock" in verdicts.verdict(_table(base=(1.0, 1.0), var=(0.0, 0.0)))
+
+
+@pytest.mark.parametrize(
+    ("var", "expect", "words"),
+    [
+        ((1.0,) * 3, "faster", "Expected here: var faster than base (a reason); as expected."),
+        ((4.0,) * 3, "faster", "Expected here: var faster than base (a reason); not what this machine was expected to show"),
+        ((1.5, 2.0, 2.5), "faster", "not shown in this run"),
+        ((4.0,) * 3, "slower", "var is 2.00x slower than base (IQR range 2.00-2.00x, 3 runs each). Expected here: var slower than base"),
+        ((1.5, 2.0, 2.5), "no clear difference", "Expected here: no clear difference (a reason); as expected."),
+        ((1.0,) * 3, "no clear difference", "not what this machine was expected to show"),
+        ((4.0,) * 3, "not faster", "Expected here: var not faster than base (a reason); as expected."),
+        ((1.5, 2.0, 2.5), "not faster", "as expected"),
+        ((1.0,) * 3, "not faster", "not what this machine was expected to show"),
+    ],
+)
+def test_the_expectation_is_read_against_the_run(var, expect, words):
+    line = verdicts.verdict(_table(base=(2.0,) * 3, var=var), expect=expect, why="a reason")
+    assert words in line
+
+
+def test_any_two_rows_compare_with_their_own_quartiles():
+    table = _table(base=(4.0,) * 3, a=(2.0, 2.0, 2.0), b=(1.0, 1.0, 1.0))
+    assert verdicts.ratio(table, "b", "a") == (2.0, 2.0, 2.0, 3)
+    assert verdicts.verdict(table, "b", baseline="a").startswith("b is 2.00x faster than a")
+    assert verdicts.verdict(table, "a", baseline="b").startswith("a is 2.00x slower than b")
+    assert verdicts.verdict(table).startswith("b is 4.00x faster than base")  # the fastest by default
+
+
+def test_bad_expectation_is_refused():
+    with pytest.raises(ValueError, match="expect must be one of"):
+        verdicts.verdict(_table(base=(1.0,), var=(1.0,)), expect="quicker")
