@@ -79,6 +79,8 @@ def verdict(table: Any, variant: str | None = None, baseline: str | None = None,
         line = f"{variant} is {1 / speedup:.2f}x slower than {base_name} (IQR range {1 / high:.2f}-{1 / low:.2f}x, {repeats} runs each)."
     if expect is None:
         return line
+    if seen == "no clear difference" and (expect == seen or expect.startswith("not ")):
+        line = f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread})."  # no rerun needed
     because = f" ({why})" if why else ""
     if seen == expect or (expect.startswith("not ") and seen != expect[4:]):
         held = "as expected"
