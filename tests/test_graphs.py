@@ -38,7 +38,7 @@ def test_check_affine_graph():
     with empty.as_default():
         tf.constant(1.0)
     feedback = graphs.check_affine_graph(empty)
-    assert not feedback and "no a placeholder x" in repr(feedback)
+    assert not feedback and "missing a placeholder x and a variable w and a matmul and an add" in repr(feedback)
 
 
 def test_check_training_step():

@@ -124,9 +124,9 @@ def test_check_reordered_stub_fails_solution_passes(shards):
     def cache_raw(paths, decode=lesson.decode_record):
         return tf.data.TFRecordDataset(paths).cache().map(decode).map(lesson.augment_random).batch(32)
 
-    assert "identical images" in repr(pipelines.check_reordered(stub, shards, 96))
-    assert "192 decodes for 96 images" in repr(pipelines.check_reordered(no_cache, shards, 96))
-    assert "192 decodes for 96 images" in repr(pipelines.check_reordered(cache_raw, shards, 96))
+    assert "augmentation before the cache" in repr(pipelines.check_reordered(stub, shards, 96))
+    assert "192 JPEG decodes for 96 images" in repr(pipelines.check_reordered(no_cache, shards, 96))
+    assert "192 JPEG decodes for 96 images" in repr(pipelines.check_reordered(cache_raw, shards, 96))
     assert "not 96 each" in repr(pipelines.check_reordered(lambda p, decode: solution(p, decode).repeat(2), shards, 96))
     assert "raised" in repr(pipelines.check_reordered(lambda p, decode: 1 / 0, shards, 96))
     for _ in range(2):  # no timing involved: the verdict is the same on every run and every machine
@@ -148,7 +148,7 @@ def test_check_reordered_judges_the_same_with_a_global_seed(shards):
     tf.random.set_seed(1234)
     try:
         assert repr(pipelines.check_reordered(solution, shards, 96)).startswith("Correct: 96 decodes")
-        assert "192 decodes for 96 images" in repr(pipelines.check_reordered(no_cache, shards, 96))
+        assert "192 JPEG decodes for 96 images" in repr(pipelines.check_reordered(no_cache, shards, 96))
         forever = pipelines.check_reordered(lambda p, decode: solution(p, decode).repeat(), shards, 96)
         assert "repeats forever" in repr(forever)
     finally:

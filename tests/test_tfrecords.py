@@ -193,9 +193,9 @@ def test_make_example_refuses_an_unknown_encoding(data):
 
 # --- The exercise: two GZIP shards written in this run ------------------------------------------
 
-def solve(out, images, labels, gzip=True, parts=2):
+def solve(out, images, labels, gzip=True, parts=2, encoding="raw"):
     for index, part in enumerate(np.array_split(np.arange(len(images)), parts)):
-        lesson.write_shard(out / f"v-{index}-of-{parts}.tfrecord.gz", images[part], labels[part], gzip=gzip)
+        lesson.write_shard(out / f"v-{index}-of-{parts}.tfrecord.gz", images[part], labels[part], encoding, gzip)
 
 
 def test_the_stub_fails_even_when_an_earlier_run_left_correct_shards(tmp_path, data):
@@ -206,6 +206,13 @@ def test_the_stub_fails_even_when_an_earlier_run_left_correct_shards(tmp_path, d
     out = tfrecords.fresh_dir(tmp_path / "exercise")  # the stub cell runs again, writes nothing
     feedback = tfrecords.check_two_gzip_shards(out, images, labels)
     assert not feedback and repr(feedback).startswith("Not yet: 0 TFRecord files")
+
+
+def test_png_records_are_another_correct_answer(tmp_path, data):
+    images, labels = data
+    out = tfrecords.fresh_dir(tmp_path / "png")
+    solve(out, images, labels, encoding="png")  # valid GZIP shards; PNG is lossless
+    assert tfrecords.check_two_gzip_shards(out, images, labels)
 
 
 @pytest.mark.parametrize("n", [7, 120, 250])  # odd, the unit-test size, the validation split's size
@@ -220,8 +227,9 @@ def test_the_solution_passes_at_every_size(tmp_path, n):
 def test_wrong_answers_are_named(tmp_path, data):
     images, labels = data
     cases = {
-        "not GZIP": (dict(gzip=False), "does not read back as GZIP"),
+        "not GZIP": (dict(gzip=False), "is not GZIP-compressed: pass gzip=True"),
         "three shards": (dict(parts=3), "3 TFRecord files"),
+        "JPEG records": (dict(encoding="jpeg"), "JPEG bytes, which are lossy: write raw or PNG"),
     }
     for name, (kwargs, message) in cases.items():
         out = tfrecords.fresh_dir(tmp_path / name)

@@ -42,16 +42,20 @@ def train_step(forward, target, variables):
     return tape.gradient(loss, variables)
 
 
+TANH = (keras.activations.tanh, keras.ops.tanh, tf.tanh)  # each name Keras accepts for cuDNN
+SIGMOID = (keras.activations.sigmoid, keras.ops.sigmoid, tf.sigmoid)
+
+
 def cudnn_blockers(layer):
-    """The settings of a keras.layers.LSTM that keep it off cuDNN's kernel on a GPU ([] = none).
+    """The settings of a keras.layers.LSTM or GRU that keep it off cuDNN's kernel on a GPU ([] = none).
     The same conditions as Keras' own check (keras/src/backend/tensorflow/rnn.py, cudnn_ok),
     plus the two the layer checks itself: use_cudnn and recurrent_dropout."""
     cell, blockers = layer.cell, []
     if layer.use_cudnn not in ("auto", True):
         blockers.append(f"use_cudnn={layer.use_cudnn!r}")
-    if cell.activation is not keras.activations.tanh:
+    if cell.activation not in TANH:
         blockers.append(f"activation={getattr(cell.activation, '__name__', cell.activation)}")
-    if cell.recurrent_activation is not keras.activations.sigmoid:
+    if cell.recurrent_activation not in SIGMOID:
         blockers.append(f"recurrent_activation={getattr(cell.recurrent_activation, '__name__', cell.recurrent_activation)}")
     if cell.recurrent_dropout:
         blockers.append(f"recurrent_dropout={cell.recurrent_dropout}")
@@ -59,4 +63,6 @@ def cudnn_blockers(layer):
         blockers.append("unroll=True")
     if not cell.use_bias:
         blockers.append("use_bias=False")
+    if isinstance(layer, keras.layers.GRU) and not cell.reset_after:
+        blockers.append("reset_after=False")  # GRU's own condition
     return blockers

@@ -50,12 +50,11 @@ def check_affine_graph(graph: Any) -> Feedback:
     if not isinstance(graph, tf.Graph):
         return not_yet(f"g_ex must be a tf.Graph, got {type(graph).__name__}.")
     types = {op.type for op in graph.get_operations()}
-    wanted = {"Placeholder": "a placeholder x", "MatMul": "a matmul", "AddV2": "an add"}
-    missing = [text for kind, text in wanted.items() if kind not in types]
-    if not types & {"VarHandleOp", "VariableV2"}:
-        missing.append("a variable w")
+    wanted = {"a placeholder x": {"Placeholder"}, "a variable w": {"VarHandleOp", "VariableV2"},
+              "a matmul": {"MatMul", "BatchMatMulV2", "Einsum"}, "an add": {"AddV2", "Add", "BiasAdd"}}
+    missing = [text for text, kinds in wanted.items() if not types & kinds]
     if missing:
-        return not_yet(f"the graph has no {', no '.join(missing)}. Its op types: {sorted(types)}.")
+        return not_yet(f"the graph is missing {' and '.join(missing)}. Its op types: {sorted(types)}.")
     return correct(f"{len(graph.get_operations())} ops; the graph only describes z until a Session runs it.")
 
 

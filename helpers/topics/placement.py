@@ -88,7 +88,7 @@ def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
     devices and the ``AddN`` on ``CPU:0``."""
     import tensorflow as tf
 
-    if result is None or not hasattr(table, "columns"):
+    if not hasattr(result, "shape") or not hasattr(table, "columns"):
         return not_yet("run my_towers(batch) with log.run and pass its result and table.")
     want = tf.matmul(batch, batch, transpose_a=True)
     if tuple(result.shape) != tuple(want.shape):
@@ -96,8 +96,9 @@ def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
     error = float(tf.reduce_max(tf.abs(result - want)) / (tf.reduce_max(tf.abs(want)) + 1e-12))
     if error > 1e-4:
         return not_yet(f"the sum of the towers differs from batch^T batch (relative error {error:.1e}).")
-    matmuls, sums = devices_used(table, "MatMul"), devices_used(table, "AddN")
-    if sorted(matmuls) != ["CPU:2", "CPU:3"]:
+    matmuls = sorted({d for kind in ("MatMul", "BatchMatMul", "Einsum") for d in devices_used(table, kind)})
+    sums = devices_used(table, "AddN")
+    if matmuls != ["CPU:2", "CPU:3"]:
         return not_yet(f"the matmuls ran on {matmuls}: put one tower on CPU:2 and the other on CPU:3.")
     if sums != ["CPU:0"]:
         return not_yet(f"the add_n ran on {sums or 'no device (is there an add_n?)'}, not on CPU:0.")

@@ -1,7 +1,6 @@
-"""Notebook 06's plumbing around its lesson code: a manifest, atomic shards, verification.
-
-The lesson (``make_example``, ``write_shard``, ``PARSE_SPEC``, the readers) is written in the
-notebook's ``#| export`` cells and imported here from ``helpers.lessons.pack_files_into_shards``.
+"""Notebook 06's plumbing around its lesson code (``make_example``, ``write_shard``, ``PARSE_SPEC``,
+the readers: imported from ``helpers.lessons.pack_files_into_shards``): a manifest, atomic shards,
+verification, the exercise check.
 
 Each shard is written under a temporary name and moved into place only when complete, so an
 interrupted conversion leaves no partial shard under a final name. A manifest records every
@@ -255,8 +254,7 @@ def shard_paths(out_dir: Path, split: str) -> list[str]:
 
 
 def fresh_dir(path: Path) -> Path:
-    """Create ``path`` if needed and delete the TFRecord files in it (``*.tfrecord*``, nothing else),
-    so an exercise's check sees only the shards written after this call."""
+    """Create ``path`` and delete its ``*.tfrecord*`` files: a check then sees only shards written since."""
     path = fileio.make_folder(path, "path")
     for old in path.glob("*.tfrecord*"):
         old.unlink()
@@ -264,8 +262,7 @@ def fresh_dir(path: Path) -> Path:
 
 
 def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
-    """Exercise (06): ``out_dir`` holds exactly two GZIP TFRecord files, written since ``fresh_dir``,
-    which read back (in name order) as every image and label, in order, raw-encoded."""
+    """Exercise (06): two GZIP shards in ``out_dir`` that read back as every image (raw or PNG) and label, in order."""
     import numpy as np
     import tensorflow as tf
 
@@ -277,16 +274,20 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
     position, counts = 0, []
     for path in files:
         count = 0
+        if path.read_bytes()[:2] != b"\x1f\x8b":  # every GZIP stream starts with these two bytes
+            return not_yet(f"{path.name} is not GZIP-compressed: pass gzip=True to write_shard.")
         try:
             for record in tf.data.TFRecordDataset(str(path), compression_type="GZIP"):
                 parsed = tf.io.parse_single_example(record, lesson.PARSE_SPEC)
                 i = position + count
-                image = lesson.decode_image(parsed["image"], parsed["shape"], "raw").numpy()
+                raw = int(tf.strings.length(parsed["image"])) == int(tf.reduce_prod(parsed["shape"]))  # or PNG
+                image = lesson.decode_image(parsed["image"], parsed["shape"], "raw" if raw else "png").numpy()
                 if i >= len(images) or int(parsed["label"]) != int(labels[i]) or not np.array_equal(image, images[i]):
-                    return not_yet(f"{path.name}: record {count} is not image {i} of the split with its label.")
+                    jpeg = " It holds JPEG bytes, which are lossy: write raw or PNG." if parsed["image"].numpy()[:2] == b"\xff\xd8" else ""
+                    return not_yet(f"{path.name}: record {count} is not image {i} of the split with its label.{jpeg}")
                 count += 1
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError):
-            return not_yet(f"{path.name} does not read back as GZIP-compressed raw Examples: pass gzip=True.")
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
+            return not_yet(f"{path.name}: record {count} is not an Example of raw or PNG image bytes: {type(exc).__name__}")
         if count == 0:
             return not_yet(f"{path.name} is empty: split the images between the two shards.")
         position += count

@@ -1,0 +1,326 @@
+"""Exercise checks are graders: each is tried with the notebook's stub (fails), its solution
+(passes), other correct answers written differently (pass) and typical mistakes, among them the
+one the exercise warns about (fail, with a message that names the real problem). A check never
+changes what it is given and never lets the learner's exception escape.
+
+Table-driven: one row per answer, ``(id, answer, passes, words the message must hold)``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+ROOM = Path(__file__).resolve().parent.parent / "data" / "room-example"
+
+
+def judge(feedback, passes: bool, words: str) -> None:
+    assert bool(feedback) is passes, feedback.message
+    assert feedback.message.startswith("Correct: " if passes else "Not yet: "), feedback.message
+    assert words in feedback.message, feedback.message
+
+
+# --- 09: an LSTM that takes cuDNN on a GPU ---------------------------------------------------
+
+def _lstm(**kwargs):
+    import keras
+
+    return keras.layers.LSTM(64, **kwargs)
+
+
+def _cudnn_answers():
+    import keras
+    import tensorflow as tf
+
+    return [
+        ("stub", lambda: _lstm(dropout=0.2, recurrent_dropout=0.2, activation="relu", unroll=True), False, "recurrent_dropout"),
+        ("solution", lambda: _lstm(dropout=0.2), True, "cuDNN"),
+        ("tf.tanh, tf.sigmoid", lambda: _lstm(activation=tf.tanh, recurrent_activation=tf.sigmoid), True, "cuDNN"),
+        ("keras.ops names", lambda: _lstm(activation=keras.ops.tanh, recurrent_activation=keras.ops.sigmoid), True, "cuDNN"),
+        ("use_cudnn=True", lambda: _lstm(use_cudnn=True, dropout=0.5), True, "cuDNN"),
+        ("recurrent dropout (the warned mistake)", lambda: _lstm(recurrent_dropout=0.1), False, "recurrent_dropout=0.1"),
+        ("relu", lambda: _lstm(activation="relu"), False, "activation=relu"),
+        ("no bias", lambda: _lstm(use_bias=False), False, "use_bias=False"),
+        ("a GRU", lambda: keras.layers.GRU(64), False, "pass a keras.layers.LSTM"),
+        ("not a layer", lambda: "LSTM(64)", False, "pass a keras.layers.LSTM"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(10), ids=["stub", "solution", "tf-names", "ops-names", "use_cudnn", "recurrent_dropout", "relu", "no-bias", "gru", "string"])
+def test_cudnn_ready_grader(row):
+    from helpers.topics import rnn
+
+    name, make, passes, words = _cudnn_answers()[row]
+    judge(rnn.check_cudnn_ready(make()), passes, words)
+
+
+def test_cudnn_blockers_know_gru_reset_after():
+    import keras
+
+    from helpers.lessons.choose_rnn_kernels import cudnn_blockers
+
+    assert cudnn_blockers(keras.layers.GRU(8)) == []
+    assert cudnn_blockers(keras.layers.GRU(8, reset_after=False)) == ["reset_after=False"]
+
+
+# --- 00: measure the warm-up -----------------------------------------------------------------
+
+def _warmup_answers():
+    import tensorflow as tf
+
+    from helpers import timing
+    from helpers.lessons.start_here import small_ops_chain
+
+    x = tf.ones([8, 8])
+
+    def new_function():
+        return tf.function(lambda t: small_ops_chain(t, 300))
+
+    def solution():
+        chain = new_function()
+        return timing.time_once(chain, x), timing.measure(chain, x, repeats=10)
+
+    def first_call_by_hand():  # another correct spelling: perf_counter around the first call
+        import time
+
+        chain = new_function()
+        start = time.perf_counter()
+        chain(x).numpy()
+        return time.perf_counter() - start, timing.measure(chain, x, repeats=12)
+
+    def already_traced():  # the mistake the check names: the function was called before
+        chain = new_function()
+        chain(x)
+        return timing.time_once(chain, x), timing.measure(chain, x, repeats=10)
+
+    def too_few_repeats():
+        chain = new_function()
+        return timing.time_once(chain, x), timing.measure(chain, x, repeats=3)
+
+    return [
+        ("stub", lambda: (None, None), False, "first must be the seconds"),
+        ("solution", solution, True, "that is tracing"),
+        ("perf_counter by hand", first_call_by_hand, True, "that is tracing"),
+        ("already traced", already_traced, False, "already traced"),
+        ("three repeats", too_few_repeats, False, "repeats=10"),
+        ("a string", lambda: ("0.5 s", None), False, "first must be the seconds"),
+        ("NaN", lambda: (math.nan, None), False, "first must be the seconds"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "perf_counter", "already-traced", "three-repeats", "string", "nan"])
+def test_warmup_grader(row):
+    from helpers.topics import start
+
+    name, answer, passes, words = _warmup_answers()[row]
+    judge(start.check_warmup(*answer()), passes, words)
+
+
+# --- 15: the comparison that varies most between machines -------------------------------------
+
+@pytest.fixture(scope="module")
+def speedups():
+    from helpers import gather
+
+    return gather.room_table(ROOM)
+
+
+def _most_varied_answers():
+    def stub(table):
+        ...
+
+    def solution(table):
+        ratio = table.max(axis=1) / table.min(axis=1)
+        return ratio.idxmax()
+
+    def adds_a_column(table):  # correct, but changes what it is given
+        table["ratio"] = table.max(axis=1) / table.min(axis=1)
+        return table["ratio"].idxmax()
+
+    def by_loop(table):
+        best, best_ratio = None, 0.0
+        for name, row in table.iterrows():
+            values = [v for v in row if v == v]
+            if values and max(values) / min(values) > best_ratio:
+                best, best_ratio = name, max(values) / min(values)
+        return best
+
+    def difference(table):  # a mistake: max - min is not the ratio
+        return (table.max(axis=1) - table.min(axis=1)).idxmax()
+
+    def first_machine(table):  # a mistake: one machine's largest speed-up
+        return table.iloc[:, 0].idxmax()
+
+    def raises(table):
+        return table["no such column"].idxmax()
+
+    def returns_the_series(table):
+        return table.max(axis=1) / table.min(axis=1)
+
+    return [
+        ("stub", stub, False, "got NoneType"),
+        ("solution", solution, True, "varies most"),
+        ("adds a column", adds_a_column, True, "varies most"),
+        ("a loop", by_loop, True, "varies most"),
+        ("max minus min", difference, False, "largest max/min ratio"),
+        ("one machine", first_machine, False, "largest max/min ratio"),
+        ("raises", raises, False, "calling your function raised KeyError"),
+        ("the ratios, not a name", returns_the_series, False, "got Series"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(8), ids=["stub", "solution", "adds-column", "loop", "difference", "one-machine", "raises", "series"])
+def test_most_varied_grader(row, speedups):
+    from helpers import gather
+
+    before = speedups.copy()
+    name, fn, passes, words = _most_varied_answers()[row]
+    judge(gather.check_most_varied(fn, speedups), passes, words)
+    assert speedups.equals(before) and list(speedups.columns) == list(before.columns)  # the table is untouched
+
+
+# --- 07: cache after the decode, augment after the cache --------------------------------------
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    from helpers.topics import pipelines
+
+    return pipelines.make_jpeg_shards(tmp_path_factory.mktemp("jpeg"), 64, n_shards=2)
+
+
+def _pipeline_answers():
+    import tensorflow as tf
+
+    from helpers.lessons.tune_input_pipeline import augment_random, decode_record
+
+    auto = tf.data.AUTOTUNE
+
+    def stub(paths, decode=decode_record):  # the notebook's bad_pipeline
+        return tf.data.TFRecordDataset(paths).map(decode).map(augment_random).cache().batch(64)
+
+    def solution(paths, decode=decode_record):
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=auto).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    def without_decode_argument(paths):  # correct, and ignores the injected decode
+        dataset = tf.data.TFRecordDataset(paths).map(decode_record, num_parallel_calls=auto).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(32).prefetch(auto)
+
+    def decode_by_hand(paths, decode=None):  # correct: its own parse and tf.image.decode_jpeg
+        spec = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+
+        def parse(raw):
+            parsed = tf.io.parse_single_example(raw, spec)
+            return tf.image.decode_jpeg(parsed["image"], channels=3), parsed["label"]
+
+        return tf.data.TFRecordDataset(paths).map(parse).cache().map(augment_random).batch(16)
+
+    def cached_augmentation_shuffled(paths, decode=decode_record):  # the warned bug, hidden by a shuffle
+        dataset = tf.data.TFRecordDataset(paths).map(decode).map(augment_random).cache()
+        return dataset.shuffle(64).batch(64)
+
+    def no_cache(paths, decode=decode_record):  # decodes every epoch
+        return tf.data.TFRecordDataset(paths).map(decode).map(augment_random).batch(64)
+
+    def raw_bytes_cached(paths, decode=decode_record):  # caches before the decode
+        return tf.data.TFRecordDataset(paths).cache().map(decode).map(augment_random).batch(64)
+
+    def raises(paths, decode=decode_record):
+        raise ValueError("not written yet")
+
+    return [
+        ("stub", stub, False, "augmentation before the cache"),
+        ("solution", solution, True, "fresh augmentation"),
+        ("ignores decode=", without_decode_argument, True, "fresh augmentation"),
+        ("tf.image.decode_jpeg by hand", decode_by_hand, True, "fresh augmentation"),
+        ("cached augmentation, shuffled", cached_augmentation_shuffled, False, "augmentation before the cache"),
+        ("no cache", no_cache, False, "128 JPEG decodes"),
+        ("raw bytes cached", raw_bytes_cached, False, "128 JPEG decodes"),
+        ("raises", raises, False, "calling your function raised ValueError: not written yet"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(8), ids=["stub", "solution", "no-decode-arg", "decode-by-hand", "cached-aug-shuffled", "no-cache", "raw-cached", "raises"])
+def test_reordered_grader(row, shards):
+    import tensorflow as tf
+
+    from helpers.topics import pipelines
+
+    given = list(shards)
+    name, make, passes, words = _pipeline_answers()[row]
+    judge(pipelines.check_reordered(make, given, 64), passes, words)
+    assert given == shards  # the check did not change the list it was given
+    assert tf.io.decode_jpeg is tf.image.decode_jpeg and "counted" not in tf.io.decode_jpeg.__name__
+
+
+# --- 01: the graph of z = x @ w + b -------------------------------------------------------------
+
+def _graph(body):
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
+        w = tf.Variable(tf.zeros([3, 2]), name="w")
+        body(tf, x, w)
+    return graph
+
+
+AFFINE = [
+    ("stub", lambda: None, False, "must be a tf.Graph"),
+    ("solution", lambda: _graph(lambda tf, x, w: tf.matmul(x, w) + tf.constant([1.0, 2.0])), True, "ops"),
+    ("bias_add", lambda: _graph(lambda tf, x, w: tf.nn.bias_add(x @ w, tf.constant([1.0, 2.0]))), True, "ops"),
+    ("einsum and tf.add", lambda: _graph(lambda tf, x, w: tf.add(tf.einsum("ij,jk->ik", x, w), 1.0)), True, "ops"),
+    ("no add", lambda: _graph(lambda tf, x, w: x @ w), False, "missing an add"),
+    ("multiply, not matmul", lambda: _graph(lambda tf, x, w: x[:, :2] * w[0] + 1.0), False, "missing a matmul"),
+    ("eager, not a graph", lambda: __import__("tensorflow").constant(1.0), False, "must be a tf.Graph"),
+]
+
+
+@pytest.mark.parametrize("row", range(len(AFFINE)), ids=[row[0] for row in AFFINE])
+def test_affine_graph_grader(row):
+    from helpers.topics import graphs
+
+    name, make, passes, words = AFFINE[row]
+    judge(graphs.check_affine_graph(make()), passes, words)
+
+
+# --- 04: two towers summed with add_n on CPU:0 (placement tables as log.run returns them) -------
+
+def _table(rows):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["op", "kernel", "device"])
+
+
+TOWERS = [
+    ("stub", None, None, False, "run my_towers(batch) with log.run"),
+    ("solution", "right", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
+     True, "towers on CPU:2, CPU:3"),
+    ("oneDNN kernels", "right", [("MatMul", "_MklMatMul", "CPU:3"), ("MatMul_1", "_MklMatMul", "CPU:2"),
+                                 ("AddN", "AddN", "CPU:0")], True, "towers on CPU:2, CPU:3"),
+    ("einsum towers", "right", [("einsum/Einsum", "Einsum", "CPU:2"), ("einsum_1/Einsum", "Einsum", "CPU:3"),
+                                ("AddN", "AddN", "CPU:0")], True, "towers on CPU:2, CPU:3"),
+    ("one tower", "right", [("MatMul", "MatMul", "CPU:2"), ("AddN", "AddN", "CPU:0")], False, "put one tower on CPU:2"),
+    ("sum on a tower's device", "right", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"),
+                                          ("AddN", "AddN", "CPU:3")], False, "not on CPU:0"),
+    ("wrong numbers", "double", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"),
+                                 ("AddN", "AddN", "CPU:0")], False, "differs from batch^T batch"),
+    ("a list, not a tensor", "list", [("AddN", "AddN", "CPU:0")], False, "run my_towers(batch) with log.run"),
+]
+
+
+@pytest.mark.parametrize("row", range(len(TOWERS)), ids=[row[0] for row in TOWERS])
+def test_towers_grader(row):
+    import tensorflow as tf
+
+    from helpers.topics import placement
+
+    name, result, rows, passes, words = TOWERS[row]
+    batch = tf.random.stateless_normal([8, 4], seed=(1, 1))
+    want = tf.matmul(batch, batch, transpose_a=True)
+    answer = {"right": want, "double": want * 2, "list": want.numpy().tolist(), None: None}[result]
+    table = None if rows is None else _table(rows)
+    judge(placement.check_towers(answer, table, batch), passes, words)
