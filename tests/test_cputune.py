@@ -55,13 +55,20 @@ def test_comparison_raises_when_a_setting_fails():
 def test_summary_and_figure():
     import pandas as pd
 
+    nan = float("nan")
     table = pd.DataFrame([
-        {"setting": "a", "workload": "w", "median_ms": 10.0, "q1_ms": 9.0, "q3_ms": 11.0, "error": ""},
-        {"setting": "b", "workload": "w", "median_ms": 5.0, "q1_ms": 4.0, "q3_ms": 6.0, "error": ""},
-        {"setting": "a", "workload": "v", "median_ms": float("nan"), "q1_ms": float("nan"), "q3_ms": float("nan"),
+        {"setting": "a", "workload": "w", "median_ms": 10.0, "q1_ms": 9.0, "q3_ms": 11.0, "repeats": 6, "error": ""},
+        {"setting": "b", "workload": "w", "median_ms": 5.0, "q1_ms": 4.0, "q3_ms": 6.0, "repeats": 6, "error": ""},
+        {"setting": "c", "workload": "w", "median_ms": 9.9, "q1_ms": 9.0, "q3_ms": 10.5, "repeats": 6, "error": ""},
+        {"setting": "a", "workload": "v", "median_ms": nan, "q1_ms": nan, "q3_ms": nan, "repeats": 0,
          "error": "UnimplementedError: nope"},
     ])
-    assert cpu_report.sweep_summary(table) == "w: fastest b (5.0 ms), 2.00x ahead of a | v: every setting failed"
+    # Each setting against the first, with its spread; a lead inside the spread is not a win.
+    assert cpu_report.sweep_summary(table).splitlines() == [
+        "w: b is 2.00x faster than a (IQR range 1.50-2.75x, 6 runs each).",
+        "w: c vs a: no clear difference (1.01x; IQR range 0.86-1.22x, 6 runs each); the runs overlap, "
+        "so rerun with more repeats before drawing a conclusion.",
+        "v: every setting failed"]
     fig = cpu_report.sweep_figure(table, "title")
     assert [ax.get_title() for ax in fig.axes] == ["w", "v"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -109,6 +109,29 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
                     on_progress(r * len(run) + n, rounds * len(run))
     timings = {i: Timing(names()[i], tuple(seconds[i]), items=n_images) for i in run}
     return stage_table(timings, chosen, skip)
+
+
+def stage_verdicts(table: Any, expect: Mapping[str, tuple[str, str]]) -> list[str]:
+    """A computed line per stage that ran: its gain over the stage run before it, read against
+    ``expect`` (stage name -> (direction, why), as ``verdicts.verdict`` takes them) when that
+    stage is the one just before it in the job (only skipped stages between); a stage compared
+    across stages that were not chosen gets no expectation, since its gain is several changes'."""
+    from helpers import verdicts
+
+    timings, order = table.attrs["timings"], {name: i for i, name in enumerate(names())}
+    skip = {names()[i] for i in table.attrs.get("skip", {})}
+    lines, before = [], None
+    for name in table.index:
+        if name not in timings:
+            lines.append(f"{name}: {table.loc[name, 'note']}")
+            continue
+        if before is not None:
+            pair = timing.comparison_table({before: timings[before], name: timings[name]}, before)
+            between = [n for n in names()[order[before] + 1:order[name]] if n not in skip]
+            direction, why = (None, "") if between else expect.get(name, (None, ""))
+            lines.append(verdicts.verdict(pair, name, before, expect=direction, why=why))
+        before = name
+    return lines
 
 
 def _ratio(base: Timing, t: Timing) -> tuple[float, float, float]:

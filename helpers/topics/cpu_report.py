@@ -112,22 +112,31 @@ def sweep_figure(table: Any, title: str = "") -> Any:
 
 
 def sweep_summary(table: Any) -> str:
-    """Per workload: the fastest setting and its lead over the slowest."""
-    parts = []
+    """Per workload, one line per setting against the sweep's first setting (its baseline), read
+    as ``verdicts.verdict`` reads a comparison: the ratio with its IQR range, and no clear
+    difference when the quartiles overlap or the medians lie within a few percent."""
+    import pandas as pd
+
+    from helpers import verdicts
+
+    lines = []
     for workload, part in table.groupby("workload", sort=False):
-        ok = part[part["error"] == ""]
+        ok = part[part["error"] == ""].set_index("setting")
         failed = len(part) - len(ok)
         if ok.empty:
-            parts.append(f"{workload}: every setting failed")
+            lines.append(f"{workload}: every setting failed")
             continue
-        best, worst = ok.loc[ok["median_ms"].idxmin()], ok.loc[ok["median_ms"].idxmax()]
-        text = f"{workload}: fastest {best.setting} ({best.median_ms:.1f} ms)"
-        if len(ok) > 1:
-            text += f", {worst.median_ms / best.median_ms:.2f}x ahead of {worst.setting}"
+        base = ok.iloc[0]
+        rows = pd.DataFrame({"median_s": ok["median_ms"] / 1e3, "q1_s": ok["q1_ms"] / 1e3, "q3_s": ok["q3_ms"] / 1e3,
+                             "repeats": ok["repeats"], "speedup": base["median_ms"] / ok["median_ms"],
+                             "speedup_low": base["q1_ms"] / ok["q3_ms"], "speedup_high": base["q3_ms"] / ok["q1_ms"]})
+        rows.attrs["baseline"] = ok.index[0]
+        lines += [f"{workload}: " + verdicts.verdict(rows, name) for name in rows.index[1:]]
+        if len(ok) == 1:
+            lines.append(f"{workload}: {ok.index[0]} {base['median_ms']:.1f} ms (the only setting that ran)")
         if failed:
-            text += f"; {failed} setting(s) failed"
-        parts.append(text)
-    return " | ".join(parts)
+            lines.append(f"{workload}: {failed} setting(s) failed")
+    return "\n".join(lines)
 
 
 def wheel_missing_instructions(stderr: str) -> list[str]:

@@ -11,6 +11,7 @@ are the time the loop spent outside them (waiting for data). XPlane times are pi
 from __future__ import annotations
 
 import glob
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,6 +116,18 @@ def step_summary(steps: Any) -> str:
     gap_text = f", median gap {gaps.median():.2f} ms" if len(gaps) else ""
     return (f"{len(steps)} steps: median {steps['duration_ms'].median():.2f} ms each{gap_text}; "
             f"inside steps {busy / span:.0%} of the time")
+
+
+def steps_compared(naive: Any, tuned: Any) -> str:
+    """Two loops' step tables side by side: the median gap before a step and the median step."""
+    def medians(steps: Any) -> tuple[float, float]:
+        gaps = steps["gap after ms"].dropna()
+        return (float(gaps.median()) if len(gaps) else math.nan), float(steps["duration_ms"].median())
+
+    (gap0, step0), (gap1, step1) = medians(naive), medians(tuned)
+    shorter = f" ({gap0 / gap1:.0f}x shorter)" if gap1 > 0 and gap0 == gap0 else ""
+    return (f"median gap between steps: {gap0:.2f} ms naive, {gap1:.2f} ms tuned{shorter}; "
+            f"median step: {step0:.1f} ms naive, {step1:.1f} ms tuned (the tuned step takes {step1 / step0:.0%} of the time)")
 
 
 def timeline_figure(table: Any, title: str = "") -> Any:
