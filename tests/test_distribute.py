@@ -95,7 +95,7 @@ def test_parameter_server_chief_trains_variables_on_the_server(tmp_path):
 def test_a_killed_worker_resumes_from_the_last_checkpoint(tmp_path):
     before = children()
     program = distribute.write_program("mwms", tmp_path)
-    args = [sys.executable, str(program), "--steps", "120", "--every", "10", "--checkpoints", str(tmp_path / "ckpt")]
+    args = [sys.executable, str(program), "--steps", "60", "--every", "10", "--checkpoints", str(tmp_path / "ckpt")]
     first = cluster.Cluster({"worker": 2}, args, logdir=tmp_path / "run1", timeout=300)
     first.start()
     distribute.wait_for_step(first, "worker:0", 25)
@@ -109,10 +109,9 @@ def test_a_killed_worker_resumes_from_the_last_checkpoint(tmp_path):
     restored = int(table.loc["run 2", "restored step"])
     assert restored % 10 == 0 and restored >= 20
     assert int(table.loc["run 1", "last step"]) - restored < 10 + 1  # at most one interval trained twice
-    assert int(table.loc["run 2", "first step"]) == restored + 1 and int(table.loc["run 2", "last step"]) == 120
+    assert int(table.loc["run 2", "first step"]) == restored + 1 and int(table.loc["run 2", "last step"]) == 60
     assert bool(table.loc["run 2", "finished"]) and not bool(table.loc["run 1", "finished"])
-    straight = distribute.run_cluster({"worker": 2}, [*args[:-1], str(tmp_path / "straight")], logdir=tmp_path / "run3")
-    assert straight["weights_sha"].iloc[0] == distribute.final_rows(second)["weights_sha"].iloc[0]
+    # That the resumed weights equal an uninterrupted run's is notebook 13's compared output.
 
 
 def test_resume_table_refuses_runs_without_steps():
