@@ -5,6 +5,11 @@ machine's run, and disagrees with the reader's by construction: the sentence tha
 computed output (``helpers.verdicts``). Exempt are quoted claims (a blockquote line, or text in
 double quotes: the seed notes' and guides' own words) and inline code.
 
+Numbers from other runs come from reference runs on file: a ``bench.json`` as ``make bench``
+writes it (``helpers.bench``: the machine's stamp and every comparison's speed-up and spread),
+one per machine, in a folder under ``data/``. A markdown cell that names such a folder in inline
+code (``data/room-example``) may quote ratios, and only ratios its files hold (to two decimals).
+
 The notebooks not yet rewritten this way are listed in ``LEFT`` with the count they still hold,
 as a ratchet: a notebook may hold at most its count, and a count that fell must be lowered here,
 so the list only shrinks.
@@ -33,8 +38,21 @@ EXEMPT = re.compile(r"`[^`]*`|\"[^\"]*\"|\u201c[^\u201d]*\u201d")
 LEFT = {
     "06_pack_files_into_shards": 14, "08_fuse_ops_and_pick_layouts": 21,
     "09_choose_rnn_kernels": 17,
-    "15_compare_the_room": 20,
 }
+
+
+REFERENCE = re.compile(r"`(data/[\w./-]+)`")
+
+
+def on_file(folder: Path) -> set[str]:
+    """The ratios a folder of reference runs holds, as markdown would quote them (``1.81x``)."""
+    ratios = set()
+    for path in sorted(folder.rglob("bench.json")):
+        for row in json.loads(path.read_text()).get("comparisons", []):
+            for value in [row.get("speedup"), *(row.get("spread") or [])]:
+                if isinstance(value, int | float):
+                    ratios.add(f"{value:.2f}x")
+    return ratios
 
 
 def typed_numbers(path: Path) -> list[str]:
@@ -43,9 +61,10 @@ def typed_numbers(path: Path) -> list[str]:
         if cell["cell_type"] != "markdown":
             continue
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        quoted = set().union(*(on_file(ROOT / name) for name in REFERENCE.findall(source) if (ROOT / name).is_dir()))
         for line in source.splitlines():
             if not line.lstrip().startswith(">"):
-                found += MEASURED.findall(EXEMPT.sub("", line))
+                found += [n for n in MEASURED.findall(EXEMPT.sub("", line)) if n.replace(" ", "") not in quoted]
     return found
 
 
@@ -64,3 +83,18 @@ def test_the_pattern_catches_a_typed_number_and_spares_quotes_and_code(tmp_path)
     path = tmp_path / "99_x.ipynb"
     path.write_text(json.dumps({"cells": [cell]}))
     assert typed_numbers(path) == ["2.45x", "12 ms", "900 images/s", "3.5 s"]
+
+
+def test_a_number_read_from_a_reference_run_must_be_in_its_files(tmp_path):
+    folder = ROOT / "data" / "room-example"
+    held = sorted(on_file(folder))
+    assert "1.81x" in held and "0.11x" in held  # the example room's bfloat16 row, oneDNN on and off
+    named = "From `data/room-example`: bfloat16 gave 1.81x, and 0.11x with oneDNN off; 12 ms a step.\n"
+    path = tmp_path / "99_x.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [named]}]}))
+    assert typed_numbers(path) == ["12 ms"]  # a time is no ratio on file
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [named.replace("1.81x", "1.91x")]}]}))
+    assert typed_numbers(path) == ["1.91x", "12 ms"]  # not in the files
+    unnamed = named.replace("From `data/room-example`: ", "")
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [unnamed]}]}))
+    assert typed_numbers(path) == ["1.81x", "0.11x", "12 ms"]  # no reference named in the cell
