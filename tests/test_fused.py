@@ -123,3 +123,7 @@ def test_batchnorm_grid_has_every_case():
                                 ("NCHW", "forward"), ("NCHW", "forward + backward")]
     assert (grid["fused ms"] > 0).all() and grid["speed-up"].str.match(r"^\d+\.\d\dx \[").all()
     assert calls == [1, 2, 3, 4]
+    lines = fused.grid_summary(grid).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["NHWC forward", "NHWC forward + backward", "NCHW forward",
+                                                      "NCHW forward + backward"]
+    assert all("Expected here" in line for line in lines[:2]) and not any("Expected" in line for line in lines[2:])

@@ -79,10 +79,11 @@ def batchnorm_grid(shape: Sequence[int] = (32, 56, 56, 64), repeats: int = 5, on
 
     from helpers import timing
 
-    rows = []
+    rows, tables = [], {}
     cases = [(f, b) for f in FORMATS for b in (False, True)]
     for i, (data_format, backward) in enumerate(cases):
         table = timing.compare(batchnorm_variants(shape, data_format, backward), baseline="unfused", repeats=repeats)
+        tables[f"{data_format} {'forward + backward' if backward else 'forward'}"] = table
         fused_row = table.loc["fused"]
         rows.append({"format": data_format, "pass": "forward + backward" if backward else "forward",
                      "unfused ms": round(table.loc["unfused", "median_s"] * 1e3, 2),
@@ -90,7 +91,20 @@ def batchnorm_grid(shape: Sequence[int] = (32, 56, 56, 64), repeats: int = 5, on
                      "speed-up": f"{fused_row['speedup']:.2f}x [{fused_row['speedup_low']:.2f}-{fused_row['speedup_high']:.2f}]"})
         if on_progress is not None:
             on_progress(i + 1, len(cases))
-    return pd.DataFrame(rows).set_index(["format", "pass"])
+    grid = pd.DataFrame(rows).set_index(["format", "pass"])
+    grid.attrs["tables"] = tables  # each row's comparison, for grid_summary
+    return grid
+
+
+def grid_summary(grid: Any) -> str:
+    """A computed line per row of ``batchnorm_grid``: the fused kernel against the separate ops,
+    with its spread; in NHWC read against the expectation that fusing wins (one kernel reads and
+    writes the activations once per pass, the separate ops once each)."""
+    from helpers import verdicts
+
+    why = "one kernel passes over the activations once, the separate ops once each"
+    return "\n".join(f"{case}: " + verdicts.verdict(table, "fused", "unfused", *(("faster", why) if case.startswith("NHWC") else ()))
+                     for case, table in grid.attrs["tables"].items())
 
 
 @checks.arguments(backward=checks.flag)
