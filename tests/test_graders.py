@@ -324,3 +324,105 @@ def test_towers_grader(row):
     answer = {"right": want, "double": want * 2, "list": want.numpy().tolist(), None: None}[result]
     table = None if rows is None else _table(rows)
     judge(placement.check_towers(answer, table, batch), passes, words)
+
+
+# --- 01: a training step as a tf.function -------------------------------------------------------
+
+def _training_answers(v):
+    import keras
+    import tensorflow as tf
+
+    sgd = keras.optimizers.SGD(0.1)
+
+    def stub():
+        ...
+
+    @tf.function
+    def solution():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(v - 3.0))
+        sgd.apply_gradients([(tape.gradient(loss, v), v)])
+        return loss
+
+    @tf.function
+    def by_hand():  # another spelling: the update written out, a mean instead of a sum
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(v - 3.0))
+        v.assign_sub(0.2 * tape.gradient(loss, v))
+        return loss
+
+    @tf.function
+    def adam():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(v - 3.0))
+        keras_adam.apply([tape.gradient(loss, v)], [v])
+        return loss
+
+    keras_adam = keras.optimizers.Adam(0.5)
+
+    def eager():  # the mistake the exercise is about: not a tf.function
+        return tf.reduce_sum(tf.square(v - 3.0))
+
+    @tf.function
+    def ascends():  # a sign error: the loss grows
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(v - 3.0))
+        v.assign_add(0.1 * tape.gradient(loss, v))
+        return loss
+
+    @tf.function
+    def raises():
+        return tf.reduce_sum(v) + tf.constant("x")
+
+    return [
+        ("stub", stub, False, "must be a tf.function"),
+        ("solution", solution, True, "the loss fell"),
+        ("by hand, mean", by_hand, True, "the loss fell"),
+        ("Adam", adam, True, "the loss fell"),
+        ("eager", eager, False, "must be a tf.function"),
+        ("ascends", ascends, False, "did not fall"),
+        ("raises", raises, False, "step() raised"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "by-hand", "adam", "eager", "ascends", "raises"])
+def test_training_step_grader(row):
+    import numpy as np
+    import tensorflow as tf
+
+    from helpers.topics import graphs
+
+    v = tf.Variable([1.5, -2.0])
+    name, step, passes, words = _training_answers(v)[row]
+    judge(graphs.check_training_step(step, v), passes, words)
+    assert np.array_equal(v.numpy(), [1.5, -2.0])  # the learner's variable is put back
+
+
+# --- 10: read the fastest setting off a sweep table ---------------------------------------------
+
+def _sweep():
+    import pandas as pd
+
+    rows = [("intra 1, inter 1", 10.0, 9.5, 10.5), ("intra 2, inter 1", 6.0, 5.8, 6.3), ("intra 4, inter 1", 6.2, 5.9, 6.6)]
+    return pd.DataFrame([{"setting": s, "workload": "conv_step", "median_ms": m, "q1_ms": q1, "q3_ms": q3, "error": ""}
+                         for s, m, q1, q3 in rows])
+
+
+FASTEST = [
+    ("stub", "...", False, "is not one of the settings"),
+    ("solution", "intra 2, inter 1", True, "was the fastest"),
+    ("a tie inside the spread", "intra 4, inter 1", True, "a tie on this machine"),
+    ("the slowest", "intra 1, inter 1", False, "intra 2, inter 1 ran faster"),
+    ("a setting name with a typo", "intra 2 inter 1", False, "is not one of the settings"),
+]
+
+
+@pytest.mark.parametrize("row", range(len(FASTEST)), ids=[row[0] for row in FASTEST])
+def test_fastest_grader(row):
+    from helpers.topics import cputune
+
+    table = _sweep()
+    before = table.copy()
+    name, choice, passes, words = FASTEST[row]
+    judge(cputune.check_fastest(table, "conv_step", choice), passes, words)
+    assert table.equals(before)
