@@ -8,6 +8,7 @@ Table-driven: one row per answer, ``(id, answer, passes, words the message must 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -426,3 +427,63 @@ def test_fastest_grader(row):
     name, choice, passes, words = FASTEST[row]
     judge(cputune.check_fastest(table, "conv_step", choice), passes, words)
     assert table.equals(before)
+
+
+# --- 13: TF_CONFIG for the third of three workers ------------------------------------------------
+
+HOSTS = ["host-a:2222", "host-b:2222", "host-c:2222"]
+TF_CONFIGS = [
+    ("stub", "{}", False, "its cluster should be"),
+    ("solution", json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}}), True, "third host"),
+    ("keys in another order, spaced", '{ "task": {"index": 2, "type": "worker"},\n  "cluster": {"worker": ' + json.dumps(HOSTS) + "} }",
+     True, "third host"),
+    ("with rpc_layer", json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}, "rpc_layer": "grpc"}),
+     True, "third host"),
+    ("counted from 1 (the typical mistake)", json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 3}}),
+     False, "counted from 0"),
+    ("a dict, not JSON text", {"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}}, False, "must be a JSON string"),
+    ("Python's repr", str({"cluster": {"worker": HOSTS}}), False, "must be a JSON string"),
+    ("two workers listed", json.dumps({"cluster": {"worker": HOSTS[:2]}, "task": {"type": "worker", "index": 1}}), False,
+     "its cluster should be"),
+]
+
+
+@pytest.mark.parametrize("row", range(len(TF_CONFIGS)), ids=[row[0] for row in TF_CONFIGS])
+def test_tf_config_grader(row):
+    from helpers.topics import distribute
+
+    name, text, passes, words = TF_CONFIGS[row]
+    judge(distribute.check_tf_config(text), passes, words)
+
+
+# --- 14: the op type with the most time in a trace ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def trace():
+    from helpers.topics import profiling
+
+    return profiling.events(profiling.load(Path(__file__).parent / "fixtures" / "profile" / "six_steps.xplane.pb"))
+
+
+def _slowest_answers(trace):
+    from helpers.topics import profiling
+
+    ops = profiling.op_events(trace)
+    table = profiling.op_table(trace)
+    return [
+        ("stub", "...", False, "is not an op type in this trace"),
+        ("solution", table.index[0], True, "of all op time"),
+        ("top=1", profiling.op_table(trace, top=1).index[0], True, "of all op time"),
+        ("pandas by hand", ops.groupby("op_type")["duration_ms"].sum().idxmax(), True, "of all op time"),
+        ("the second", table.index[1], False, "another op type took more"),
+        ("the least time", table.index[-1], False, "another op type took more"),
+        ("not a string", 7, False, "is not an op type in this trace"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "top-1", "by-hand", "second", "least", "number"])
+def test_slowest_op_grader(row, trace):
+    from helpers.topics import profiling
+
+    name, answer, passes, words = _slowest_answers(trace)[row]
+    judge(profiling.check_slowest_op(trace, answer), passes, words)
