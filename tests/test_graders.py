@@ -487,3 +487,90 @@ def test_slowest_op_grader(row, trace):
 
     name, answer, passes, words = _slowest_answers(trace)[row]
     judge(profiling.check_slowest_op(trace, answer), passes, words)
+
+
+# --- 12: a mixed-precision model with a float32 output; a loss-scaled step ----------------------
+
+def _classifier(policy, last_dtype=None, softmax_layer=False):
+    import keras
+
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        layers = [keras.Input((8,)), keras.layers.Dense(16, activation="relu")]
+        if softmax_layer:  # another spelling: a separate float32 Activation after the logits
+            layers += [keras.layers.Dense(3), keras.layers.Activation("softmax", dtype="float32")]
+        else:
+            layers.append(keras.layers.Dense(3, activation="softmax", dtype=last_dtype))
+        return keras.Sequential(layers)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+FLOAT32_OUTPUT = [
+    ("stub", lambda: _classifier("mixed_bfloat16"), False, "give its last layer dtype='float32'"),
+    ("solution", lambda: _classifier("mixed_bfloat16", "float32"), True, "the output is float32"),
+    ("a float32 Activation layer", lambda: _classifier("mixed_bfloat16", softmax_layer=True), True, "the output is float32"),
+    ("mixed_float16", lambda: _classifier("mixed_float16", "float32"), True, "the output is float32"),
+    ("all float32 (no mixed precision)", lambda: _classifier("float32"), False, "no layer computes in bfloat16"),
+    ("a layer, not a model", lambda: __import__("keras").layers.Dense(3), False, "pass a keras.Model"),
+]
+
+
+@pytest.mark.parametrize("row", range(len(FLOAT32_OUTPUT)), ids=[row[0] for row in FLOAT32_OUTPUT])
+def test_float32_output_grader(row):
+    from helpers.topics import precision
+
+    name, make, passes, words = FLOAT32_OUTPUT[row]
+    judge(precision.check_float32_output(make()), passes, words)
+
+
+def _scaled_step_answers():
+    import tensorflow as tf
+
+    def stub(w, x, optimizer):  # the notebook's stub: no scaling, the float16 gradient underflows
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.cast(w, tf.float16) * x)
+        optimizer.apply(tape.gradient(loss, [w]), [w])
+
+    def solution(w, x, optimizer):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.cast(w, tf.float16) * x)
+            scaled_loss = optimizer.scale_loss(loss)
+        optimizer.apply(tape.gradient(scaled_loss, [w]), [w])
+
+    def by_hand(w, x, optimizer):  # a fixed scale of 1024, unscaled in float32, applied by the inner optimizer
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.cast(w, tf.float16) * x) * 1024.0
+        (gradient,) = tape.gradient(loss, [w])
+        optimizer.inner_optimizer.apply([gradient / 1024.0], [w])
+
+    def with_apply_gradients(w, x, optimizer):  # the solution with the (gradient, variable) pairs spelling
+        with tf.GradientTape() as tape:
+            scaled_loss = optimizer.scale_loss(tf.reduce_mean(tf.cast(w, tf.float16) * x))
+        optimizer.apply_gradients(zip(tape.gradient(scaled_loss, [w]), [w], strict=True))
+
+    def scaled_outside_the_tape(w, x, optimizer):  # a mistake: the scaling is not recorded
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.cast(w, tf.float16) * x)
+        optimizer.scale_loss(loss)
+        optimizer.apply(tape.gradient(loss, [w]), [w])
+
+    def raises(w, x, optimizer):
+        raise RuntimeError("not yet")
+
+    return [
+        ("stub", stub, False, "underflowed; scale the loss"),
+        ("solution", solution, True, "survived float16"),
+        ("scaled by hand", by_hand, True, "survived float16"),
+        ("apply_gradients", with_apply_gradients, True, "survived float16"),
+        ("scaled outside the tape", scaled_outside_the_tape, False, "underflowed; scale the loss"),
+        ("raises", raises, False, "calling your function raised RuntimeError"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(6), ids=["stub", "solution", "by-hand", "apply_gradients", "outside-tape", "raises"])
+def test_scaled_step_grader(row):
+    from helpers.topics import precision
+
+    name, step, passes, words = _scaled_step_answers()[row]
+    judge(precision.check_scaled_step(step), passes, words)
