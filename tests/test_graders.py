@@ -507,7 +507,7 @@ def _classifier(policy, last_dtype=None, softmax_layer=False):
 
 
 FLOAT32_OUTPUT = [
-    ("stub", lambda: _classifier("mixed_bfloat16"), False, "give its last layer dtype='float32'"),
+    ("stub", lambda: _classifier("mixed_bfloat16"), False, "the model's output is <dtype: 'bfloat16'>: give its last layer dtype='float32'"),
     ("solution", lambda: _classifier("mixed_bfloat16", "float32"), True, "the output is float32"),
     ("a float32 Activation layer", lambda: _classifier("mixed_bfloat16", softmax_layer=True), True, "the output is float32"),
     ("mixed_float16", lambda: _classifier("mixed_float16", "float32"), True, "the output is float32"),
@@ -522,6 +522,7 @@ def test_float32_output_grader(row):
 
     name, make, passes, words = FLOAT32_OUTPUT[row]
     judge(precision.check_float32_output(make()), passes, words)
+    assert __import__("keras").mixed_precision.global_policy().name == "float32"  # the check left the policy alone
 
 
 def _scaled_step_answers():
@@ -555,11 +556,18 @@ def _scaled_step_answers():
         optimizer.scale_loss(loss)
         optimizer.apply(tape.gradient(loss, [w]), [w])
 
+    def scaled_but_not_unscaled(w, x, optimizer):  # a mistake: the scaled gradient applied as it is
+        with tf.GradientTape() as tape:
+            scaled = optimizer.scale_loss(tf.reduce_mean(tf.cast(w, tf.float16) * x))
+        w.assign_sub(1000.0 * tape.gradient(scaled, w))
+
     def raises(w, x, optimizer):
         raise RuntimeError("not yet")
 
     return [
         ("stub", stub, False, "underflowed; scale the loss"),
+        ("scaled but not unscaled", scaled_but_not_unscaled, False, "expected 0.0100"),
+        ("not a function", None, False, "pass your step function"),
         ("solution", solution, True, "survived float16"),
         ("scaled by hand", by_hand, True, "survived float16"),
         ("apply_gradients", with_apply_gradients, True, "survived float16"),
@@ -568,7 +576,7 @@ def _scaled_step_answers():
     ]
 
 
-@pytest.mark.parametrize("row", range(6), ids=["stub", "solution", "by-hand", "apply_gradients", "outside-tape", "raises"])
+@pytest.mark.parametrize("row", range(8), ids=["stub", "not-unscaled", "none", "solution", "by-hand", "apply_gradients", "outside-tape", "raises"])
 def test_scaled_step_grader(row):
     from helpers.topics import precision
 
