@@ -582,3 +582,51 @@ def test_scaled_step_grader(row):
 
     name, step, passes, words = _scaled_step_answers()[row]
     judge(precision.check_scaled_step(step), passes, words)
+
+
+# --- 02: pin a matmul; say where an eager result lives -------------------------------------------
+
+def _placements(*rows):
+    return _table([(op, kernel, device) for op, kernel, device in rows])
+
+
+INFERENCE = ("__inference_my_pinned_12", "__inference_my_pinned_12", "CPU:0")
+PINNED = [
+    ("stub (nothing ran)", _placements(), "CPU:1", False, "shows no MatMul"),
+    ("solution", _placements(INFERENCE, ("MatMul", "MatMul", "CPU:1")), "CPU:1", True, "as pinned"),
+    ("oneDNN's kernel name", _placements(INFERENCE, ("MatMul", "_MklMatMul", "CPU:1")), "CPU:1", True, "as pinned"),
+    ("the device in long form", _placements(INFERENCE, ("MatMul", "MatMul", "CPU:1")), "/device:CPU:1", True, "as pinned"),
+    ("eager, no tf.function", _placements(("MatMul", "MatMul", "CPU:1")), "CPU:1", False, "ran eagerly"),
+    ("not pinned", _placements(INFERENCE, ("MatMul", "MatMul", "CPU:0")), "CPU:1", False, "ran on ['CPU:0'], not on CPU:1"),
+    ("the result, not the table", None, "CPU:1", False, "pass the table"),
+]
+
+
+@pytest.mark.parametrize("row", range(len(PINNED)), ids=[row[0] for row in PINNED])
+def test_pinned_grader(row):
+    from helpers.topics import placement
+
+    name, table, device, passes, words = PINNED[row]
+    judge(placement.check_pinned(table, device), passes, words)
+
+
+class _Tensor:
+    device = "/job:localhost/replica:0/task:0/device:CPU:1"
+
+
+RESULT_DEVICE = [
+    ("stub", "", False, "answer with a device name"),
+    ("solution", "CPU:1", True, "lives on CPU:1"),
+    ("long form", "/job:localhost/replica:0/task:0/device:CPU:1", True, "lives on CPU:1"),
+    ("lower case, /device: prefix", "/device:cpu:1", True, "lives on CPU:1"),
+    ("where the inputs were", "CPU:0", False, "is not where the result lives"),
+    ("a number", 1, False, "answer with a device name"),
+]
+
+
+@pytest.mark.parametrize("row", range(len(RESULT_DEVICE)), ids=[row[0] for row in RESULT_DEVICE])
+def test_result_device_grader(row):
+    from helpers.topics import placement
+
+    name, answer, passes, words = RESULT_DEVICE[row]
+    judge(placement.check_result_device(answer, _Tensor()), passes, words)
