@@ -630,3 +630,41 @@ def test_result_device_grader(row):
 
     name, answer, passes, words = RESULT_DEVICE[row]
     judge(placement.check_result_device(answer, _Tensor()), passes, words)
+
+
+# --- 08: decode only a window of a JPEG ----------------------------------------------------------
+
+def _window_answers():
+    import tensorflow as tf
+
+    def stub(jpeg, top, left, height, width):
+        ...
+
+    def solution(jpeg, top, left, height, width):
+        return tf.io.decode_and_crop_jpeg(jpeg, [top, left, height, width], channels=3)
+
+    def image_alias(jpeg, top, left, height, width):  # the same op under tf.image
+        return tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, height, width]), channels=3)
+
+    def decode_then_crop(jpeg, top, left, height, width):  # the mistake the exercise is about: decodes every pixel
+        return tf.image.crop_to_bounding_box(tf.io.decode_jpeg(jpeg, channels=3), top, left, height, width)
+
+    def box_swapped(jpeg, top, left, height, width):  # x before y, as in many image libraries
+        return tf.io.decode_and_crop_jpeg(jpeg, [left, top, width, height], channels=3)
+
+    return [
+        ("stub", stub, False, "calling it raised"),
+        ("solution", solution, True, "only the window is decoded"),
+        ("tf.image alias, stacked window", image_alias, True, "only the window is decoded"),
+        ("decode then crop", decode_then_crop, False, "no DecodeAndCropJpeg op"),
+        ("box in x, y order", box_swapped, False, "the crop has shape"),
+        ("not a function", "decode_and_crop_jpeg", False, "pass your function itself"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(6), ids=["stub", "solution", "alias", "decode-then-crop", "swapped", "string"])
+def test_window_decode_grader(row):
+    from helpers.topics import fused
+
+    name, fn, passes, words = _window_answers()[row]
+    judge(fused.check_window_decode(fn), passes, words)
