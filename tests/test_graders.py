@@ -372,6 +372,10 @@ def _training_answers(v):
         return loss
 
     @tf.function
+    def frozen():  # a mistake: computes the loss, never updates v
+        return tf.reduce_sum(tf.square(v - 3.0))
+
+    @tf.function
     def raises():
         return tf.reduce_sum(v) + tf.constant("x")
 
@@ -382,11 +386,12 @@ def _training_answers(v):
         ("Adam", adam, True, "the loss fell"),
         ("eager", eager, False, "must be a tf.function"),
         ("ascends", ascends, False, "did not fall"),
+        ("frozen", frozen, False, "did not fall"),
         ("raises", raises, False, "step() raised"),
     ]
 
 
-@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "by-hand", "adam", "eager", "ascends", "raises"])
+@pytest.mark.parametrize("row", range(8), ids=["stub", "solution", "by-hand", "adam", "eager", "ascends", "frozen", "raises"])
 def test_training_step_grader(row):
     import numpy as np
     import tensorflow as tf
@@ -397,6 +402,12 @@ def test_training_step_grader(row):
     name, step, passes, words = _training_answers(v)[row]
     judge(graphs.check_training_step(step, v), passes, words)
     assert np.array_equal(v.numpy(), [1.5, -2.0])  # the learner's variable is put back
+
+
+def test_training_step_grader_needs_a_variable():
+    from helpers.topics import graphs
+
+    judge(graphs.check_training_step(lambda: 1.0, 1.0), False, "must be a tf.Variable")
 
 
 # --- 10: read the fastest setting off a sweep table ---------------------------------------------
