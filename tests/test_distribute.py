@@ -100,6 +100,43 @@ def test_data_service_serves_both_modes_and_leaves_nothing_after_a_failure(tmp_p
     assert no_descendants_left(before)
 
 
+def test_worker_sweep_rotates_pools_and_reads_as_a_verdict(monkeypatch, tmp_path):
+    """worker_sweep's own logic on canned trainer rows and a stand-in service (the real programs
+    run in notebook 13, cell "service_table = data_service.worker_sweep(...)")."""
+    from helpers import cluster as cluster_module
+
+    ran, served = [], []
+
+    class Service:  # stands in for cluster.Cluster: a dispatcher address, no processes
+        def __init__(self, roles, command, **kwargs):
+            self.spec = {"dispatcher": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"] * roles["worker"]}
+            served.append(roles["worker"])
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def serve(self, ready):
+            assert ready == "serving"
+
+    def run_trainer(trainer_file, service="", *, examples, repeats, cpus):  # run_trainer's signature
+        ran.append(service or "local")
+        return {"seconds": [0.1 if service else 0.2] * repeats, "examples": examples}
+
+    monkeypatch.setattr(cluster_module, "Cluster", Service)
+    monkeypatch.setattr(data_service, "run_trainer", run_trainer)
+    calls = []
+    table = data_service.worker_sweep("s.py", "t.py", workers=(1,), examples=64, rounds=2, repeats=2,
+                                      logdir=tmp_path, on_progress=lambda d, t: calls.append((d, t)))
+    assert ran == ["local", "grpc://127.0.0.1:1", "grpc://127.0.0.1:1", "local"] and served == [1, 1]  # rotated
+    assert list(table.index) == ["0 workers (local)", "1 worker"] and (table["repeats"] == 4).all()
+    assert calls[-1] == (4, 4) and table.attrs["note"].startswith("64 examples per epoch")
+    assert data_service.sweep_summary(table).startswith("1 worker is 2.00x faster than 0 workers (local)")
+    assert data_service.sweep_figure(table, "t").axes[0].get_title() == "t"
+
+
 @pytest.mark.parametrize("workers", [(), (0, -1), (9,), (True,), (1.5,)])
 def test_worker_sweep_refuses_bad_worker_counts(tmp_path, workers):
     with pytest.raises(ValueError, match="workers must be whole numbers from 0 to 8"):

@@ -79,6 +79,8 @@ def test_check_int8_model(trained):
 
 
 def test_benchmarks_registered(monkeypatch):
+    import pandas as pd
+
     from helpers import bench, timing
     from helpers.topics import model_latency
 
@@ -91,7 +93,7 @@ def test_benchmarks_registered(monkeypatch):
 
     def experiment(size, modes, repeats, threads):
         calls.append((size, tuple(modes), repeats, tuple(threads)))
-        table = __import__("pandas").DataFrame()
+        table = pd.DataFrame()
         table.attrs["timings"] = {(m, 1): timing.Timing(m, (0.004, 0.005, 0.006) if m == "float32" else (0.002, 0.0025, 0.003))
                                   for m in modes}
         return table

@@ -107,9 +107,12 @@ def sweep_figure(table: Any, title: str = "") -> Any:
 
 
 def sweep_summary(table: Any) -> str:
-    """One line: each service row's speed-up over reading locally."""
-    rows = [f"{label}: {table.loc[label, 'speedup']}" for label in table.index[1:]]
-    return "; ".join(rows) + f" ({table.attrs.get('note', '')})"
+    """Each service row against reading locally, as the workbook's verdict line (speed-up with its
+    spread, "no clear difference" inside the noise), then the table's note."""
+    from helpers import verdicts
+
+    rows = [verdicts.verdict(table, label) for label in table.index[1:]]
+    return " ".join(rows) + f" ({table.attrs.get('note', '')})"
 
 
 def _bench_sweep(examples: int = 2048, rounds: int = 3) -> Any:
