@@ -19,7 +19,8 @@ EXPECTATIONS = ("faster", "slower", "no clear difference", "not faster", "not sl
 
 def ratio(table: Any, variant: str, baseline: str | None = None) -> tuple[float, float, float, int]:
     """``variant``'s speed-up over ``baseline`` (the table's own baseline by default): median,
-    and the low and high ends from the quartiles (q1/q3 and q3/q1), and the runs per row."""
+    the low and high ends from the quartiles (baseline q1 over variant q3, baseline q3 over
+    variant q1: the "quartile ratios" a verdict prints), and the runs per row."""
     baseline = table.attrs.get("baseline", table.index[0]) if baseline is None else baseline
     for name in (variant, baseline):
         if name not in table.index:
@@ -67,7 +68,7 @@ def verdict(table: Any, variant: str | None = None, baseline: str | None = None,
     speedup, low, high, repeats = ratio(table, variant, base_name)
     if not all(math.isfinite(v) and v > 0 for v in (low, high, speedup)):
         return f"{variant} vs {base_name}: some calls were too fast for the clock to time; use a bigger workload."
-    spread = f"IQR range {low:.2f}-{high:.2f}x, {repeats} runs each"
+    spread = f"quartile ratios {low:.2f}-{high:.2f}x, {repeats} runs each"
     seen = _outcome(low, high, speedup)
     if seen == "no clear difference":
         why_not = "the runs overlap" if low <= 1.0 <= high else f"within {MIN_EFFECT:.0%} at the median"
@@ -76,7 +77,7 @@ def verdict(table: Any, variant: str | None = None, baseline: str | None = None,
     elif seen == "faster":
         line = f"{variant} is {speedup:.2f}x faster than {base_name} ({spread})."
     else:  # the spread as slow-downs too, so that both ends read the same way as the median
-        line = f"{variant} is {1 / speedup:.2f}x slower than {base_name} (IQR range {1 / high:.2f}-{1 / low:.2f}x, {repeats} runs each)."
+        line = f"{variant} is {1 / speedup:.2f}x slower than {base_name} (quartile ratios {1 / high:.2f}-{1 / low:.2f}x, {repeats} runs each)."
     if expect is None:
         return line
     if seen == "no clear difference" and (expect == seen or expect.startswith("not ")):

@@ -87,8 +87,8 @@ def test_summary_and_figure():
     ])
     # Each setting against the first, with its spread; a lead inside the spread is not a win.
     assert cpu_report.sweep_summary(table).splitlines() == [
-        "w: b is 2.00x faster than a (IQR range 1.50-2.75x, 6 runs each).",
-        "w: c vs a: no clear difference (1.01x; IQR range 0.86-1.22x, 6 runs each); the runs overlap, "
+        "w: b is 2.00x faster than a (quartile ratios 1.50-2.75x, 6 runs each).",
+        "w: c vs a: no clear difference (1.01x; quartile ratios 0.86-1.22x, 6 runs each); the runs overlap, "
         "so rerun with more repeats before drawing a conclusion.",
         "v: every setting failed"]
     fig = cpu_report.sweep_figure(table, "title")

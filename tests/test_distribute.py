@@ -195,23 +195,47 @@ def test_check_mirrored_in_this_process():
     assert "it has 1 replicas" in repr(distribute.check_mirrored(one_device))
 
 
+#: The exercise's grader table, judged in a child with two logical CPUs (this process has one):
+#: (id, strategy expression, passes, words the message must hold).
+MIRRORED = [
+    ("solution", 'tf.distribute.MirroredStrategy(two, cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())',
+     True, "2 replicas, hierarchical copy"),
+    ("lower-case names, num_packs=2", 'tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"], '
+     'cross_device_ops=tf.distribute.HierarchicalCopyAllReduce(num_packs=2))', True, "2 replicas, hierarchical copy"),
+    ("the logical devices' own names", "tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices('CPU')], "
+     "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())", True, "2 replicas, hierarchical copy"),
+    ("the default all-reduce (the warned mistake)", "tf.distribute.MirroredStrategy(two)", False,
+     "not HierarchicalCopyAllReduce"),
+    ("ReductionToOneDevice", "tf.distribute.MirroredStrategy(two, cross_device_ops=tf.distribute.ReductionToOneDevice())",
+     False, "ReductionToOneDevice, not HierarchicalCopyAllReduce"),
+    ("NCCL (a GPU all-reduce)", "tf.distribute.MirroredStrategy(two, cross_device_ops=tf.distribute.NcclAllReduce())",
+     False, "NcclAllReduce, not HierarchicalCopyAllReduce"),
+    ("one device", 'tf.distribute.MirroredStrategy(["/device:CPU:0"], '
+     'cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())', False, "it has 1 replicas"),
+    ("OneDeviceStrategy", 'tf.distribute.OneDeviceStrategy("/device:CPU:0")', False, "make a tf.distribute.MirroredStrategy"),
+    ("the class, not an instance", "tf.distribute.MirroredStrategy", False, "make a tf.distribute.MirroredStrategy"),
+]
+
 CHECK_IN_CHILD = textwrap.dedent("""
+    import sys
     from helpers import env, procs
     env.setup_logical_devices(2, "CPU")
     import tensorflow as tf
     from helpers.topics import distribute
-    devices = ["/device:CPU:0", "/device:CPU:1"]
-    stub = tf.distribute.MirroredStrategy(devices)  # the default all-reduce, not the one asked for
-    solution = tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())
-    procs.emit({"stub": bool(distribute.check_mirrored(stub)), "stub_text": repr(distribute.check_mirrored(stub)),
-                "solution": bool(distribute.check_mirrored(solution))})
+    two = ["/device:CPU:0", "/device:CPU:1"]
+    for expression in sys.argv[1:]:
+        feedback = distribute.check_mirrored(eval(expression))
+        procs.emit({"ok": bool(feedback), "message": feedback.message})
 """)
 
 
-def test_check_mirrored_judges_stub_and_solution():
-    row = procs.run_rows([sys.executable, "-c", CHECK_IN_CHILD], timeout=180)[-1]
-    assert not row["stub"] and "not HierarchicalCopyAllReduce" in row["stub_text"]
-    assert row["solution"]
+def test_check_mirrored_grader_table():
+    rows = procs.run_rows([sys.executable, "-c", CHECK_IN_CHILD, *[row[1] for row in MIRRORED]], timeout=300)
+    assert len(rows) == len(MIRRORED)
+    for (name, _, passes, words), row in zip(MIRRORED, rows, strict=True):
+        assert row["ok"] is passes, (name, row["message"])
+        assert row["message"].startswith("Correct: " if passes else "Not yet: "), (name, row["message"])
+        assert words in row["message"], (name, row["message"])
 
 
 def test_cluster_summary_and_figure():

@@ -660,6 +660,10 @@ def _window_answers():
     def image_alias(jpeg, top, left, height, width):  # the same op under tf.image
         return tf.image.decode_and_crop_jpeg(jpeg, tf.stack([top, left, height, width]), channels=3)
 
+    @tf.function
+    def as_tf_function(jpeg, top, left, height, width):  # the op inside the learner's own graph
+        return tf.io.decode_and_crop_jpeg(jpeg, [top, left, height, width], channels=3)
+
     def decode_then_crop(jpeg, top, left, height, width):  # the mistake the exercise is about: decodes every pixel
         return tf.image.crop_to_bounding_box(tf.io.decode_jpeg(jpeg, channels=3), top, left, height, width)
 
@@ -670,15 +674,294 @@ def _window_answers():
         ("stub", stub, False, "calling it raised"),
         ("solution", solution, True, "only the window is decoded"),
         ("tf.image alias, stacked window", image_alias, True, "only the window is decoded"),
+        ("a tf.function", as_tf_function, True, "only the window is decoded"),
         ("decode then crop", decode_then_crop, False, "no DecodeAndCropJpeg op"),
         ("box in x, y order", box_swapped, False, "the crop has shape"),
         ("not a function", "decode_and_crop_jpeg", False, "pass your function itself"),
     ]
 
 
-@pytest.mark.parametrize("row", range(6), ids=["stub", "solution", "alias", "decode-then-crop", "swapped", "string"])
+@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "alias", "tf-function", "decode-then-crop", "swapped", "string"])
 def test_window_decode_grader(row):
     from helpers.topics import fused
 
     name, fn, passes, words = _window_answers()[row]
     judge(fused.check_window_decode(fn), passes, words)
+
+
+# --- 00: the chain as one graph (tf.function) --------------------------------------------------
+
+def _chain_answers():
+    import functools
+
+    import tensorflow as tf
+
+    from helpers.lessons.start_here import small_ops_chain
+
+    def stub(x):
+        ...
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def with_signature(x):
+        return small_ops_chain(x, 50)
+
+    return [
+        ("stub", stub, False, "must be a tf.function"),
+        ("solution", tf.function(lambda x: small_ops_chain(x, 50)), True, "one graph"),
+        ("input_signature", with_signature, True, "one graph"),
+        ("jit_compile=True", tf.function(lambda x: small_ops_chain(x, 50), jit_compile=True), True, "one graph"),
+        ("functools.partial", tf.function(functools.partial(small_ops_chain, n_ops=50)), True, "one graph"),
+        ("not a tf.function (the warned mistake)", lambda x: small_ops_chain(x, 50), False, "must be a tf.function"),
+        ("49 ops", tf.function(lambda x: small_ops_chain(x, 49)), False, "not return the same values"),
+        ("returns nothing", tf.function(lambda x: None), False, "not return the same values"),
+        (".numpy() inside", tf.function(lambda x: small_ops_chain(x, 50).numpy()), False, "raised AttributeError"),
+    ]
+
+
+CHAIN_IDS = ["stub", "solution", "signature", "jit", "partial", "plain-python", "49-ops", "none", "numpy-inside"]
+
+
+@pytest.mark.parametrize("row", range(len(CHAIN_IDS)), ids=CHAIN_IDS)
+def test_graph_function_grader(row):
+    from helpers.topics import start
+
+    name, fn, passes, words = _chain_answers()[row]
+    judge(start.check_graph_function(fn), passes, words)
+
+
+# --- 03: a guard that fails loudly (soft placement off, restored) ------------------------------
+
+def _strict_answers():
+    import contextlib
+
+    import tensorflow as tf
+
+    a = tf.ones([2, 2])
+
+    def solution():
+        before = tf.config.get_soft_device_placement()
+        tf.config.set_soft_device_placement(False)
+        try:
+            with tf.device("/GPU:7"):
+                return tf.matmul(a, a)
+        finally:
+            tf.config.set_soft_device_placement(before)
+
+    def in_a_tf_function():
+        before = tf.config.get_soft_device_placement()
+        tf.config.set_soft_device_placement(False)
+        try:
+            @tf.function
+            def on_gpu7():
+                with tf.device("/device:GPU:7"):
+                    return tf.matmul(a, a)
+            return on_gpu7()
+        finally:
+            tf.config.set_soft_device_placement(before)
+
+    @contextlib.contextmanager
+    def hard_placement():
+        before = tf.config.get_soft_device_placement()
+        tf.config.set_soft_device_placement(False)
+        try:
+            yield
+        finally:
+            tf.config.set_soft_device_placement(before)
+
+    def with_a_context_manager():
+        with hard_placement(), tf.device("/job:localhost/replica:0/task:0/device:GPU:7"):
+            return tf.matmul(a, a)
+
+    def soft_placement_left_on():
+        with tf.device("/GPU:7"):
+            return tf.matmul(a, a)
+
+    def no_finally():
+        tf.config.set_soft_device_placement(False)
+        with tf.device("/GPU:7"):
+            result = tf.matmul(a, a)
+        tf.config.set_soft_device_placement(True)
+        return result
+
+    def own_error():
+        if not tf.config.list_physical_devices("GPU"):
+            raise RuntimeError("no GPU here")
+        return tf.matmul(a, a)
+
+    return [
+        ("stub", lambda: None, False, "ran without an error"),
+        ("solution", solution, True, "failed loudly"),
+        ("in a tf.function, /device:GPU:7", in_a_tf_function, True, "failed loudly"),
+        ("a context manager, the full device name", with_a_context_manager, True, "failed loudly"),
+        ("soft placement left on (the warned mistake)", soft_placement_left_on, False, "switch soft placement off"),
+        ("not restored when it raises", no_finally, False, "restore it in a finally: block"),
+        ("its own error", own_error, False, "raised RuntimeError, not the placement error"),
+        ("the result, not the function", a, False, "must be a function"),
+    ]
+
+
+STRICT_IDS = ["stub", "solution", "tf-function", "context-manager", "soft-on", "no-finally", "own-error", "not-callable"]
+
+
+@pytest.mark.parametrize("row", range(len(STRICT_IDS)), ids=STRICT_IDS)
+def test_strict_grader(row):
+    import tensorflow as tf
+
+    from helpers.topics import placement
+
+    assert tf.config.get_soft_device_placement()
+    name, fn, passes, words = _strict_answers()[row]
+    judge(placement.check_strict(fn), passes, words)
+    assert tf.config.get_soft_device_placement(), "the check left soft placement off"
+
+
+# --- 05: the array stored once in a TF1 graph; a tf.function that traces once -------------------
+
+def _graph_answers():
+    import tensorflow as tf
+
+    from helpers.topics import memory
+
+    small = memory.make_array(1)
+
+    def build(body):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, small.shape)
+            body(x)
+        return graph
+
+    def twice(x):
+        first, second = tf.convert_to_tensor(small), tf.convert_to_tensor(small)
+        return [x + (first if i % 2 else second) for i in range(10)]
+
+    return [
+        ("stub", None, False, "must be a tf.Graph"),
+        ("solution", build(lambda x: [x + v for v in [tf.convert_to_tensor(small)] for _ in range(10)]), True, "at most once"),
+        ("tf.constant, tf.add", build(lambda x: [tf.add(x, c) for c in [tf.constant(small)] for _ in range(10)]), True, "at most once"),
+        ("a second placeholder", build(lambda x: [x + y for y in [tf.compat.v1.placeholder(tf.float32, small.shape)] for _ in range(10)]), True, "at most once"),
+        ("leaky (the warned mistake)", build(lambda x: [x + small for _ in range(10)]), False, "copied into each op"),
+        ("converted twice", build(twice), False, "holds 2 large constants"),
+        ("nine adds", build(lambda x: [x + v for v in [tf.convert_to_tensor(small)] for _ in range(9)]), False, "keep all ten"),
+        ("a GraphDef", build(lambda x: x + 1.0).as_graph_def(), False, "must be a tf.Graph"),
+    ]
+
+
+GRAPH_IDS = ["stub", "solution", "constant", "placeholder", "leaky", "twice", "nine", "graphdef"]
+
+
+@pytest.mark.parametrize("row", range(len(GRAPH_IDS)), ids=GRAPH_IDS)
+def test_graph_is_small_grader(row):
+    from helpers.topics import memory
+
+    name, graph, passes, words = _graph_answers()[row]
+    nodes = len(graph.get_operations()) if hasattr(graph, "get_operations") else None
+    judge(memory.check_graph_is_small(graph), passes, words)
+    if nodes is not None:
+        assert len(graph.get_operations()) == nodes, "the check changed the graph"
+
+
+def _scale_answers():
+    import tensorflow as tf
+
+    def scale(v):
+        return v * 3.0
+
+    called_before = tf.function(scale)
+    for n in (1, 2, 3):
+        called_before(tf.ones([n]))
+    return [
+        ("stub", scale, False, "must be a tf.function"),
+        ("solution", tf.function(scale, input_signature=[tf.TensorSpec([None], tf.float32)]), True, "one trace"),
+        ("unknown rank", tf.function(scale, input_signature=[tf.TensorSpec(None, tf.float32)]), True, "one trace"),
+        ("tf.math.multiply, shape=(None,)", tf.function(lambda v: tf.math.multiply(v, 3.0),
+                                                       input_signature=(tf.TensorSpec(shape=(None,), dtype=tf.float32),)), True, "one trace"),
+        ("no signature (the warned mistake)", tf.function(scale), False, "traced 8 times"),
+        ("reduce_retracing=True", tf.function(scale, reduce_retracing=True), False, "reduce_retracing=True still traces twice"),
+        ("a fixed length", tf.function(scale, input_signature=[tf.TensorSpec([8], tf.float32)]), False, "length 1 raised"),
+        ("float64 signature", tf.function(scale, input_signature=[tf.TensorSpec([None], tf.float64)]), False, "raised"),
+        ("called 3 times before the check", called_before, False, "traced 8 times"),
+    ]
+
+
+SCALE_IDS = ["stub", "solution", "unknown-rank", "multiply", "no-signature", "reduce-retracing", "fixed-length", "float64", "called-before"]
+
+
+@pytest.mark.parametrize("row", range(len(SCALE_IDS)), ids=SCALE_IDS)
+def test_no_retracing_grader(row):
+    from helpers.topics import retracing
+
+    name, fn, passes, words = _scale_answers()[row]
+    traces = fn.experimental_get_tracing_count() if hasattr(fn, "experimental_get_tracing_count") else None
+    judge(retracing.check_no_retracing(fn), passes, words)
+    if traces is not None:
+        assert fn.experimental_get_tracing_count() == traces, "the check traced the learner's function"
+
+
+# --- 08: batch norm through the fused kernel ---------------------------------------------------
+
+def _batchnorm_answers():
+    import keras
+    import tensorflow as tf
+
+    def ones_zeros(x):
+        channels = x.shape[-1]
+        return tf.ones([channels]), tf.zeros([channels])
+
+    def solution(x):
+        y, _, _ = tf.compat.v1.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=1e-3)
+        return y
+
+    def raw_op(x):
+        scale, offset = ones_zeros(x)
+        return tf.raw_ops.FusedBatchNormV3(x=x, scale=scale, offset=offset, mean=tf.zeros([0]), variance=tf.zeros([0]),
+                                           epsilon=1e-3, is_training=True).y
+
+    def whole_tuple(x):
+        return tf.compat.v1.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=1e-3)
+
+    def unfused(x):
+        mean, variance = tf.nn.moments(x, axes=[0, 1, 2])
+        return tf.nn.batch_normalization(x, mean, variance, None, None, 1e-3)
+
+    layer = keras.layers.BatchNormalization(epsilon=1e-3)
+
+    def keras_layer(x):
+        return layer(x, training=True)
+
+    @tf.function
+    def explicit_nhwc(x):
+        scale, offset = ones_zeros(x)
+        normalized, _, _ = tf.compat.v1.nn.fused_batch_norm(x, scale, offset, epsilon=0.001, data_format="NHWC",
+                                                            is_training=True)
+        return normalized
+
+    def wrong_epsilon(x):
+        y, _, _ = tf.compat.v1.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=0.5)
+        return y
+
+    def stub(x):
+        ...
+
+    return [
+        ("stub", stub, False, "raised"),
+        ("solution", solution, True, "one FusedBatchNorm op"),
+        ("tf.raw_ops.FusedBatchNormV3", raw_op, True, "one FusedBatchNorm op"),
+        ("a tf.function, NHWC spelled out", explicit_nhwc, True, "one FusedBatchNorm op"),
+        ("the whole tuple", whole_tuple, False, "return only y"),
+        ("unfused ops (the warned mistake)", unfused, False, "no FusedBatchNorm op"),
+        ("a Keras 3 layer", keras_layer, False, "no FusedBatchNorm op"),
+        ("epsilon 0.5", wrong_epsilon, False, "differ from the unfused result"),
+        ("not a function", "fused_batch_norm", False, "pass your function itself"),
+    ]
+
+
+BATCHNORM_IDS = ["stub", "solution", "raw-op", "explicit-nhwc", "tuple", "unfused", "keras", "epsilon", "string"]
+
+
+@pytest.mark.parametrize("row", range(len(BATCHNORM_IDS)), ids=BATCHNORM_IDS)
+def test_fused_batchnorm_grader(row):
+    from helpers.topics import fused
+
+    name, fn, passes, words = _batchnorm_answers()[row]
+    judge(fused.check_fused_batchnorm(fn), passes, words)

@@ -162,27 +162,6 @@ def test_the_child_program_runs_from_a_terminal(tmp_path):
     assert [r["ops"] for r in rows] == [1, 2] and rows[1]["graph_mib"] > rows[0]["graph_mib"]
 
 
-def test_check_graph_is_small():
-    import tensorflow as tf
-
-    array = memory.make_array(1)
-    assert memory.check_graph_is_small(lesson.tf1_graph(array, 10, "convert_once"))  # the solution
-    assert memory.check_graph_is_small(lesson.tf1_graph(array, 10, "placeholder"))
-    assert "still copied" in repr(memory.check_graph_is_small(lesson.tf1_graph(array, 10, "none")))  # `leaky`
-    assert "10 add ops" not in repr(memory.check_graph_is_small(tf.Graph()))
-    assert "must be a tf.Graph" in repr(memory.check_graph_is_small(None))  # the stub
-
-
-def test_check_no_retracing():
-    import tensorflow as tf
-
-    good = tf.function(lambda v: v * 3.0, input_signature=[tf.TensorSpec([None], tf.float32)])
-    assert retracing.check_no_retracing(good)
-    assert "traced 8 times" in repr(retracing.check_no_retracing(tf.function(lambda v: v * 3.0)))
-    assert "must be a tf.function" in repr(retracing.check_no_retracing(lambda v: v))  # the stub
-    assert retracing.check_no_retracing(tf.function(lambda v: v * 3.0, reduce_retracing=True)).ok is False
-
-
 def test_benchmarks_run_quick():
     from helpers import bench
 

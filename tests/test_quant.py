@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -69,13 +71,74 @@ def test_table_summary_figure(trained):
     assert len(quant.quant_figure(table, "t").axes) == 2
 
 
-def test_check_int8_model(trained):
-    model, x, x_test, _ = trained
-    assert quant.check_int8_model(quant.convert(model, "int8", x[:100]), model, x_test)
-    assert "not int8" in repr(quant.check_int8_model(quant.convert(model, "float32"), model, x_test))
-    assert "got empty bytes" in repr(quant.check_int8_model(b"", model, x_test))
-    assert "got str" in repr(quant.check_int8_model("model.tflite", model, x_test))
-    assert "could not load" in repr(quant.check_int8_model(b"not a model", model, x_test))
+def _converted(model, x, input_type=None, output_type=None, spelling="notebook"):
+    """The notebook's solution, written out, with the parts a learner may change; ``spelling``
+    "tf.data" calibrates from a dataset, "saved model" converts the model's SavedModel export."""
+    import tensorflow as tf
+
+    def representative():
+        if spelling == "tf.data":
+            for batch in tf.data.Dataset.from_tensor_slices(x).batch(1).take(100):
+                yield [batch]
+            return
+        for i in range(100):
+            yield [x[i:i + 1]]
+
+    with contextlib.ExitStack() as stack:  # the SavedModel folder lives until converted
+        if spelling == "saved model":
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="int8-"))
+            with quant.quiet():
+                model.export(folder)  # Keras 3: a TF SavedModel with a serving signature
+            converter = tf.lite.TFLiteConverter.from_saved_model(folder)
+        else:
+            converter = tf.lite.TFLiteConverter.from_keras_model(model)
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = representative
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        if input_type is not None:  # "int8": the table's ids stay readable
+            converter.inference_input_type = getattr(tf, input_type)
+        if output_type is not None:
+            converter.inference_output_type = getattr(tf, output_type)
+        with quant.quiet():
+            return converter.convert()
+
+
+#: The exercise's grader table: (id, how the answer is made, passes, words the message must hold).
+INT8 = [
+    ("stub", lambda m, x: b"", False, "got empty bytes"),
+    ("solution", lambda m, x: _converted(m, x, "int8", "int8"), True, "an int8 model"),
+    ("calibrated from a tf.data pipeline", lambda m, x: _converted(m, x, "int8", "int8", "tf.data"), True, "an int8 model"),
+    ("from a SavedModel export", lambda m, x: _converted(m, x, "int8", "int8", "saved model"), True, "an int8 model"),
+    ("float32 input and output (the warned mistake)", lambda m, x: _converted(m, x), False,
+     "float32 and float32, not int8"),
+    ("int8 input only", lambda m, x: _converted(m, x, "int8"), False, "int8 and float32, not int8"),
+    ("dynamic range", lambda m, x: quant.convert(m, "dynamic range"), False, "not int8"),
+    ("a float32 model", lambda m, x: quant.convert(m, "float32"), False, "not int8"),
+    ("a path, not the bytes", lambda m, x: "model.tflite", False, "got str"),
+    ("not a model", lambda m, x: b"not a model", False, "could not load"),
+]
+
+
+@pytest.fixture(scope="module")
+def int8_answers(trained):
+    model, x, _, _ = trained
+    return [make(model, x) for _, make, _, _ in INT8]
+
+
+@pytest.mark.parametrize("row", range(len(INT8)), ids=[row[0] for row in INT8])
+def test_int8_model_grader(row, trained, int8_answers):
+    model, _, x_test, _ = trained
+    name, _, passes, words = INT8[row]
+    feedback = quant.check_int8_model(int8_answers[row], model, x_test)
+    assert bool(feedback) is passes, feedback.message
+    assert feedback.message.startswith("Correct: " if passes else "Not yet: "), feedback.message
+    assert words in feedback.message, feedback.message
+
+
+def test_int8_grader_does_not_let_a_run_error_escape(trained, int8_answers):
+    model, _, x_test, _ = trained
+    feedback = quant.check_int8_model(int8_answers[1], model, x_test[:, :16])  # the solution row  # images of another size
+    assert not feedback and "running it on the test images raised" in feedback.message, feedback.message
 
 
 def test_benchmarks_registered(monkeypatch):

@@ -47,21 +47,6 @@ def test_gpu_row_is_information_only():
     assert list(table.columns) == ["found", "status", "fix"]
 
 
-def test_check_graph_function():
-    import tensorflow as tf
-
-    from helpers.lessons.start_here import small_ops_chain
-
-    result = start.check_graph_function(None)
-    assert not result and "must be a tf.function" in repr(result)
-    result = start.check_graph_function(tf.function(lambda x: small_ops_chain(x, 49)))
-    assert not result and "not return the same values" in repr(result)
-    result = start.check_graph_function(tf.function(lambda x: x / 0 + undefined))  # noqa: F821
-    assert not result and "raised" in repr(result)
-    result = start.check_graph_function(tf.function(lambda x: small_ops_chain(x, 50)))
-    assert result and repr(result).startswith("Correct")
-
-
 def test_check_warmup():
     from helpers import timing
 

@@ -14,7 +14,7 @@ def _table(**rows):
 
 def test_verdict_faster_slower_and_overlap():
     assert verdicts.verdict(_table(base=(2.0, 2.0, 2.0), var=(1.0, 1.0, 1.0))).startswith(
-        "var is 2.00x faster than base (IQR range 2.00-2.00x, 3 runs each)"
+        "var is 2.00x faster than base (quartile ratios 2.00-2.00x, 3 runs each)"
     )
     assert "var is 2.00x slower than base" in verdicts.verdict(_table(base=(1.0,) * 3, var=(2.0,) * 3))
     assert "no clear difference" in verdicts.verdict(_table(base=(1.0, 2.0, 3.0), var=(1.1, 2.0, 2.9)))
@@ -37,7 +37,7 @@ def test_too_fast_for_the_clock():
         ((1.0,) * 3, "faster", "Expected here: var faster than base (a reason); as expected."),
         ((4.0,) * 3, "faster", "Expected here: var faster than base (a reason); not what this machine was expected to show"),
         ((1.5, 2.0, 2.5), "faster", "not shown in this run"),
-        ((4.0,) * 3, "slower", "var is 2.00x slower than base (IQR range 2.00-2.00x, 3 runs each). Expected here: var slower than base"),
+        ((4.0,) * 3, "slower", "var is 2.00x slower than base (quartile ratios 2.00-2.00x, 3 runs each). Expected here: var slower than base"),
         ((1.5, 2.0, 2.5), "no clear difference", "Expected here: no clear difference (a reason); as expected."),
         ((1.0,) * 3, "no clear difference", "not what this machine was expected to show"),
         ((4.0,) * 3, "not faster", "Expected here: var not faster than base (a reason); as expected."),

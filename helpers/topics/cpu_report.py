@@ -113,7 +113,7 @@ def sweep_figure(table: Any, title: str = "") -> Any:
 
 def sweep_summary(table: Any) -> str:
     """Per workload, one line per setting against the sweep's first setting (its baseline), read
-    as ``verdicts.verdict`` reads a comparison: the ratio with its IQR range, and no clear
+    as ``verdicts.verdict`` reads a comparison: the ratio with its quartile ratios (q1/q3 and q3/q1), and no clear
     difference when the quartiles overlap or the medians lie within a few percent."""
     import pandas as pd
 
