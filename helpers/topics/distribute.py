@@ -239,24 +239,21 @@ def cluster_summary(table: Any) -> str:
 
 
 def check_mirrored(strategy: Any) -> Feedback:
-    """Exercise check: a ``MirroredStrategy`` over two devices that all-reduces with
-    ``HierarchicalCopyAllReduce``, judged by training with it."""
-    import numpy as np
+    """Exercise check: a two-device ``MirroredStrategy`` that all-reduces with ``HierarchicalCopyAllReduce``."""
     import tensorflow as tf
 
     if not isinstance(strategy, tf.distribute.MirroredStrategy):
         return not_yet(f"make a tf.distribute.MirroredStrategy, got {type(strategy).__name__}")
     if strategy.num_replicas_in_sync != 2:
         return not_yet(f"it has {strategy.num_replicas_in_sync} replicas; give it the two logical CPUs")
-    ops = type(strategy.extended._cross_device_ops).__name__  # noqa: SLF001 - no public accessor
-    if ops != "HierarchicalCopyAllReduce":
+    if (ops := type(strategy.extended._cross_device_ops).__name__) != "HierarchicalCopyAllReduce":  # no public accessor
         return not_yet(f"its cross-device ops are {ops}, not HierarchicalCopyAllReduce")
     try:
         _, variables = lesson().train(strategy, *make_data(3 * 16), global_batch=16)
     except Exception as exc:  # the learner's strategy: report, don't crash the notebook
         return not_yet(f"training with it raised {type(exc).__name__}: {exc}")
-    copies = strategy.experimental_local_results(variables["w"])
-    spread = float(max(np.max(np.abs(c.numpy() - copies[0].numpy())) for c in copies))
+    copies = [c.numpy() for c in strategy.experimental_local_results(variables["w"])]
+    spread = float(max(abs(c - copies[0]).max() for c in copies))
     return correct(f"2 replicas, hierarchical copy; after 3 steps the replicas differ by {spread}")
 
 
