@@ -10,12 +10,14 @@ STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 # As root (containers, CI) Jupyter refuses to start without --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
-# pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file,
-# and every passing cell run a second time in the same kernel (conftest.py).
-NBVAL  := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-rerun
+# pytest's own options for the notebooks: lax nbval in this environment, narrow sanitize file;
+# then every passing notebook run a second time on the same kernel, in JupyterLab, with every
+# widget clicked (--nbval-lab; --nbval-rerun does the second run in nbval's kernel, no browser).
+NBVAL_BASE := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+NBVAL  := $(NBVAL_BASE) --nbval-lab
 # Two workers (one per core on the reference machine). --dist loadscope keeps each notebook's
-# cells on one worker, in order, in one kernel; the browser tests come in two classes, one per
-# worker, each with its own JupyterLab.
+# cells on one worker, in order, in one kernel; each worker starts its own JupyterLab and Chromium
+# when its first notebook comes.
 JOBS   ?= 2
 PARALLEL := -n $(JOBS) --dist loadscope
 NB     ?= notebooks/*.ipynb
@@ -26,9 +28,9 @@ CHROMIUM ?= /usr/bin/chromium
 
 help:
 	@echo "make lab      open the workbook in JupyterLab (installs first)"
-	@echo "make test     lint, unit tests, every notebook under nbval (each cell run twice) and in JupyterLab"
+	@echo "make test     lint, unit tests, every notebook under nbval, then run again in JupyterLab with its widgets clicked"
 	@echo "make quick    lint and the unit tests, without the notebooks (the inner loop)"
-	@echo "make check NB=notebooks/NN_name.ipynb   one notebook: nbval, rerun and JupyterLab"
+	@echo "make check NB=notebooks/NN_name.ipynb   one notebook: nbval, then its second run in JupyterLab"
 	@echo "make bench    run every registered comparison at full size (ARGS='--quick' for small)"
 	@echo "make execute  re-run notebooks in fresh kernels at full size and save them (NB=...)"
 	@echo "make export   copy the notebooks' #| export cells into helpers/lessons/"
@@ -80,7 +82,7 @@ e2e: $(TSTAMP) browser
 	WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/browser --durations=10
 
 nbval: $(TSTAMP)
-	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(NBVAL) --durations=10 $(NB)
+	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(NBVAL_BASE) --nbval-rerun --durations=10 $(NB)
 
 # The one test command (README, CI): lint, then unit, browser and notebook tests in one run.
 test: lint browser
@@ -91,13 +93,12 @@ quick: lint
 	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(PARALLEL) --durations=5 tests \
 		--ignore=tests/browser --ignore=tests/test_notebook_gates.py
 
-# One notebook fully: nbval with every cell run twice, and its JupyterLab run with every widget
-# clicked, side by side on both cores. NB names one notebook.
+# One notebook fully: nbval, then its second run in JupyterLab with every widget clicked.
+# NB names one notebook.
 check: $(TSTAMP) browser
 	@case "$(NB)" in *'*'*|*' '*|'') echo "make check needs one notebook: make check NB=notebooks/00_start_here.ipynb"; exit 2;; esac
 	@test -f "$(NB)" || { echo "no such notebook: $(NB)"; exit 2; }
-	WORKBOOK_SCALE=small WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PARALLEL) $(NBVAL) \
-		$(NB) tests/browser/test_jupyterlab.py -k "$(basename $(notdir $(NB))) or Cell"
+	WORKBOOK_SCALE=small WORKBOOK_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(NBVAL) $(NB)
 
 bench: $(STAMP)
 	$(BIN)/python -m helpers.bench $(ARGS)

@@ -5,22 +5,32 @@
   on the second run fails the notebook's last cell, naming the cell. One kernel thus checks both
   the saved outputs and that each cell can be rerun (the second run's outputs are not compared:
   rerunning may legitimately change them).
+- ``--nbval-lab`` (what ``make test`` uses): the same second run, in JupyterLab. The notebook's
+  kernel is started by a JupyterLab server of this pytest process (``tests/browser/lab.py``);
+  nbval runs and compares every cell in it, then headless Chromium opens the notebook in
+  JupyterLab on that kernel, runs all of it again, checks every cell ran without an unexpected
+  error, and clicks every widget's Run button (``tests/browser/drive.py``). Two runs of each
+  notebook thus cover nbval, the rerun and JupyterLab. Without a browser it falls back to
+  ``--nbval-rerun`` and says so loudly; in CI (``CI=true``) a missing browser is a failure.
 - ``# NBVAL_RAISES_EXCEPTION`` cells: the error raised must be the one the cell names on a line
   ``# raises: ErrorName``; a cell that stops raising, or raises another error, fails.
-- After the run, the time each notebook took per kind of test: nbval's first run of its cells,
-  their second run, and its JupyterLab run in the browser tests.
+- After the run, the time each notebook took: nbval's run of its cells and their second run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
 RERUN_KEY = "nbval_rerun_s"
-BROWSER_TEST = re.compile(r"tests/browser/test_jupyterlab\.py::.*\[(?P<name>[\w.-]+\.ipynb)\]")
+#: How the second run happens in this process: "jupyterlab", "kernel" or None (no second run).
+SECOND_RUN: dict[str, object] = {"mode": None}
 
 
 def pytest_addoption(parser) -> None:
@@ -28,6 +38,96 @@ def pytest_addoption(parser) -> None:
         "--nbval-rerun", action="store_true", default=False,
         help="run every passing notebook cell a second time in the same kernel (no output check)",
     )
+    parser.addoption(
+        "--nbval-lab", action="store_true", default=False,
+        help="the second run in JupyterLab, on the same kernel, with every widget clicked",
+    )
+
+
+def pytest_configure(config) -> None:
+    if config.getoption("--nbval-lab", default=False):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ as a package
+        from tests.browser.lab import in_ci, missing_browser
+
+        reason = missing_browser()
+        if reason is None:
+            SECOND_RUN["mode"] = "jupyterlab"
+            _attach_nbval_to_jupyterlab()
+            return
+        message = f"JUPYTERLAB RUNS NOT DONE: {reason}; the second run of each notebook stays in nbval's kernel"
+        if in_ci():
+            raise pytest.UsageError(message)
+        print(f"\n{'!' * 70}\n{message}\n{'!' * 70}", file=sys.stderr)
+        SECOND_RUN["mode"] = "kernel"
+    elif config.getoption("--nbval-rerun", default=False):
+        SECOND_RUN["mode"] = "kernel"
+
+
+def pytest_unconfigure(config) -> None:
+    stack = SECOND_RUN.pop("stack", None)
+    if stack is not None:
+        stack.close()
+
+
+def _lab():
+    """This process's JupyterLab server and Chromium, started on first use."""
+    if "lab" not in SECOND_RUN:
+        from tests.browser import lab
+
+        stack = contextlib.ExitStack()
+        SECOND_RUN["stack"] = stack
+        SECOND_RUN["lab"] = stack.enter_context(lab.serve())
+        SECOND_RUN["browser"] = stack.enter_context(lab.chromium())
+    return SECOND_RUN["lab"], SECOND_RUN["browser"]
+
+
+def _attach_nbval_to_jupyterlab() -> None:
+    """Make nbval run each notebook in a kernel of this process's JupyterLab server."""
+    from jupyter_client import BlockingKernelClient
+    from nbval.kernel import RunningKernel
+    from nbval.plugin import IPyNbFile
+
+    class LabKernel(RunningKernel):
+        """nbval's kernel interface on a kernel that a JupyterLab session owns."""
+
+        def __init__(self, path: Path, startup_timeout: float) -> None:
+            self.lab, _ = _lab()
+            self.served = self.lab.add_notebook(path)
+            self.session, self.kernel_id = self.lab.start_session(self.served)
+            self.kc = BlockingKernelClient()
+            self.kc.load_connection_file(str(self.lab.connection_file(self.kernel_id)))
+            self.kc.start_channels()
+            self.kc.wait_for_ready(timeout=startup_timeout)
+            self._ensure_iopub_up()
+
+        def is_alive(self) -> bool:
+            return self.kc is not None and self.kc.is_alive()
+
+        def restart(self) -> None:
+            self.lab.api(f"kernels/{self.kernel_id}/restart", method="POST")
+
+        def interrupt(self) -> None:
+            self.lab.api(f"kernels/{self.kernel_id}/interrupt", method="POST")
+
+        def detach(self) -> None:
+            """Let go of the kernel (JupyterLab takes it over); it keeps running."""
+            if self.kc is not None:
+                self.kc.stop_channels()
+                self.kc = None
+
+        def stop(self) -> None:
+            self.detach()
+            self.lab.end_session(self.session)
+
+        @property
+        def language(self) -> str:
+            return "python"
+
+    def setup(self) -> None:
+        self.kernel = LabKernel(Path(str(self.fspath)), self.config.option.nbval_kernel_startup_timeout)
+        self.setup_sanitize_files()
+
+    IPyNbFile.setup = setup
 
 
 def _is_nbval_cell(item) -> bool:
@@ -60,7 +160,7 @@ def pytest_runtest_call(item):
         if problem:
             outcome.force_exception(AssertionError(f"{item.name}: {problem}"))
             return
-    if not (item.config.getoption("--nbval-rerun") and _is_nbval_cell(item)):
+    if SECOND_RUN["mode"] is None or not _is_nbval_cell(item):
         return
     cells = [i for i in item.session.items if _is_nbval_cell(i) and i.parent is item.parent]
     if outcome.excinfo is not None or item is not cells[-1]:
@@ -70,27 +170,45 @@ def pytest_runtest_call(item):
     # compared output shows, such as a placement table of what was placed "meanwhile".)
     start = time.perf_counter()
     try:
-        for cell in cells:
-            if cell.options.get("skip") or cell.options.get("check_exception"):
-                continue
-            saved = cell.options.get("check")
-            cell.options["check"] = False
-            try:
-                cell.runtest()  # nbval's own execution path; raises NbCellError on an exception
-            except BaseException as exc:  # noqa: BLE001 - handed to pytest as this test's failure
-                outcome.force_exception(AssertionError(f"the second run of {cell.name} failed:\n{exc}"))
-                return
-            finally:
-                cell.options["check"] = saved
+        problem = _second_run_in_jupyterlab(item) if SECOND_RUN["mode"] == "jupyterlab" else _second_run_in_kernel(cells)
     finally:
         item.user_properties.append((RERUN_KEY, time.perf_counter() - start))
+    if problem:
+        outcome.force_exception(AssertionError(problem))
+
+
+def _second_run_in_kernel(cells) -> str | None:
+    for cell in cells:
+        if cell.options.get("skip") or cell.options.get("check_exception"):
+            continue
+        saved = cell.options.get("check")
+        cell.options["check"] = False
+        try:
+            cell.runtest()  # nbval's own execution path; raises NbCellError on an exception
+        except BaseException as exc:  # noqa: BLE001 - handed to pytest as this test's failure
+            return f"the second run of {cell.name} failed:\n{exc}"
+        finally:
+            cell.options["check"] = saved
+    return None
+
+
+def _second_run_in_jupyterlab(item) -> str | None:
+    from tests.browser.drive import run_in_jupyterlab
+
+    kernel = item.parent.kernel
+    kernel.detach()  # nbval lets go; JupyterLab joins the same kernel
+    _, browser = _lab()
+    try:
+        run_in_jupyterlab(kernel.lab, browser, kernel.served)
+    except Exception as exc:  # noqa: BLE001 - an assertion, a timeout, a lost page: all this test's failure
+        return f"the second run, in JupyterLab, failed: {type(exc).__name__}: {exc}"
+    return None
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """Print each notebook's time per kind of test, so that growth is visible."""
+    """Print each notebook's time per run, so that growth is visible."""
     first: dict[str, float] = defaultdict(float)
     rerun: dict[str, float] = defaultdict(float)
-    browser: dict[str, float] = defaultdict(float)
     cells: dict[str, int] = defaultdict(int)
     busy: dict[str, float] = defaultdict(float)  # per xdist worker: setup + call + teardown
     span: dict[str, list[float]] = {}
@@ -104,29 +222,25 @@ def pytest_terminal_summary(terminalreporter) -> None:
                 busy[worker] += duration
                 first_last = span.setdefault(worker, [report.start, report.stop])
                 first_last[0], first_last[1] = min(first_last[0], report.start), max(first_last[1], report.stop)
-            if getattr(report, "when", "call") != "call":
+            if getattr(report, "when", "call") != "call" or ".ipynb::" not in nodeid:
                 continue
-            if ".ipynb::" in nodeid:
-                name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-                again = sum(v for k, v in getattr(report, "user_properties", []) if k == RERUN_KEY)
-                first[name] += duration - again
-                rerun[name] += again
-                cells[name] += 1
-            elif match := BROWSER_TEST.search(nodeid):
-                browser[match["name"]] += duration
-    names = sorted(set(first) | set(browser))
-    if not names:
+            name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            again = sum(v for k, v in getattr(report, "user_properties", []) if k == RERUN_KEY)
+            first[name] += duration - again
+            rerun[name] += again
+            cells[name] += 1
+    if not first:
         return
-    terminalreporter.write_sep("=", "time per notebook (s): nbval run, second run of each cell, JupyterLab")
-    terminalreporter.write_line(f"{'nbval':>7} {'rerun':>7} {'browser':>8} {'total':>7}  cells  notebook")
-    for name in names:
-        total = first[name] + rerun[name] + browser[name]
+    where = "in JupyterLab, widgets clicked" if SECOND_RUN["mode"] == "jupyterlab" else "in nbval's kernel"
+    terminalreporter.write_sep("=", f"time per notebook (s): nbval's run, the second run ({where})")
+    terminalreporter.write_line(f"{'nbval':>7} {'second':>7} {'total':>7}  cells  notebook")
+    for name in sorted(first):
         terminalreporter.write_line(
-            f"{first[name]:7.1f} {rerun[name]:7.1f} {browser[name]:8.1f} {total:7.1f}  {cells[name]:5d}  {name}"
+            f"{first[name]:7.1f} {rerun[name]:7.1f} {first[name] + rerun[name]:7.1f}  {cells[name]:5d}  {name}"
         )
     terminalreporter.write_line(
-        f"{sum(first.values()):7.1f} {sum(rerun.values()):7.1f} {sum(browser.values()):8.1f} "
-        f"{sum(first.values()) + sum(rerun.values()) + sum(browser.values()):7.1f}  {sum(cells.values()):5d}  in all"
+        f"{sum(first.values()):7.1f} {sum(rerun.values()):7.1f} {sum(first.values()) + sum(rerun.values()):7.1f}"
+        f"  {sum(cells.values()):5d}  in all"
     )
     for worker in sorted(span):
         first_start, last_stop = span[worker]

@@ -1,7 +1,8 @@
-"""The three gates every notebook passes in `make test`, each shown to fail on a broken notebook:
-nbval (a cell raises), the rerun of every cell in the same kernel (`--nbval-rerun`, a cell that
-fails only when run twice), and JupyterLab in a real browser (a cell raises). Each runs pytest
-in a fresh process on notebooks written to a temporary folder, with the repository's own hooks."""
+"""The gates every notebook passes in `make test`, each shown to fail on a broken notebook: nbval
+(a cell raises), the second run of every cell in the same kernel (a cell that fails only when run
+twice), in nbval's kernel (`--nbval-rerun`) and in JupyterLab (`--nbval-lab`, what `make test`
+uses, which also clicks every widget: a widget whose run fails). Each runs pytest in a fresh
+process on notebooks written to a temporary folder, with the repository's own hooks."""
 
 from __future__ import annotations
 
@@ -79,21 +80,17 @@ def test_nbval_fails_on_an_expected_error_cell_that_does_not_raise_what_it_names
     assert "1 failed, 1 passed" in result.stdout and words in result.stdout
 
 
-def test_browser_test_fails_on_a_cell_that_raises(tmp_path):
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        from browser.conftest import missing_browser
-    finally:
-        sys.path.pop(0)
-    if missing_browser() and os.environ.get("CI", "").lower() not in ("1", "true", "yes"):
+def test_jupyterlab_run_fails_on_a_cell_that_breaks_when_run_twice_and_on_a_widget_that_fails(tmp_path):
+    from tests.browser.lab import in_ci, missing_browser
+
+    if missing_browser() and not in_ci():
         pytest.skip(f"no browser here: {missing_browser()}")
-    notebooks = tmp_path / "notebooks"
-    notebooks.mkdir()
-    write_notebook(notebooks, "99_broken.ipynb", "x = 1", "raise RuntimeError('broken on purpose')")
-    env = {**os.environ, "WORKBOOK_NOTEBOOK_DIR": str(notebooks)}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/browser/test_jupyterlab.py"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT, env=env,
-    )
+    write_notebook(tmp_path, "97_once.ipynb", "x = 1", "assert 'ran' not in globals()\nran = True")
+    write_notebook(tmp_path, "94_widget.ipynb", "from helpers import widgets\n\ndef boom():\n    raise RuntimeError('broken on purpose')",
+                   "widgets.ComparisonWidget(lambda: {'boom': boom})")
+    result = run_pytest(tmp_path, *NBVAL, "--nbval-lab", "97_once.ipynb", "94_widget.ipynb",
+                        env={**os.environ, "PYTHONPATH": str(ROOT), "WORKBOOK_SCALE": "small"})
     assert result.returncode == 1, result.stdout[-3000:]
-    assert "1 failed" in result.stdout and "broken on purpose" in result.stdout
+    assert "2 failed, 2 passed" in result.stdout, result.stdout[-3000:]
+    assert "the second run, in JupyterLab, failed: AssertionError: Cell 1 raised AssertionError" in result.stdout
+    assert "widget 0 failed: Run failed: RuntimeError: broken on purpose" in result.stdout

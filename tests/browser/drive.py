@@ -1,5 +1,6 @@
-"""End-to-end: each notebook runs in JupyterLab in a real browser, and each comparison widget
-draws its plot and verdict when its Run button is clicked. Screenshots go to artifacts/."""
+"""Drive a notebook in JupyterLab: open it on its running kernel, run all of it, save it, check
+that every cell ran without an unexpected error, then click every widget's Run button and wait
+for its plot and verdict. Screenshots go to artifacts/screenshots/."""
 
 from __future__ import annotations
 
@@ -7,18 +8,7 @@ import re
 import time
 from pathlib import Path
 
-import pytest
-
-from .conftest import ARTIFACTS, NOTEBOOK_DIR
-
-NOTEBOOKS = sorted(p.name for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
-WIDGET = re.compile(r"\b(ComparisonWidget|ExperimentWidget)\(")
-RAISES = "NBVAL_RAISES_EXCEPTION"
-
-
-def source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
+from .lab import ARTIFACTS, RAISES, WIDGET, Lab, source
 
 
 def wait_for_idle(page, timeout: float) -> None:
@@ -42,8 +32,9 @@ def run_all(page) -> None:
 
 
 def start_run_all(page, attempts: int = 3) -> None:
-    """Run all cells and wait until the first one has started ([*]) or run ([1]). On a loaded
-    machine the first click can land before the notebook is ready: then click again."""
+    """Run all cells and wait until the first one has started ([*]) or run ([1]): the notebook
+    was opened without outputs, so a prompt shows only what this run did. On a loaded machine the
+    first click can land before the notebook is ready: then click again."""
     started = ".jp-InputPrompt:has-text('[*]'), .jp-InputPrompt:has-text('[1]')"
     for attempt in range(attempts):
         run_all(page)
@@ -55,11 +46,11 @@ def start_run_all(page, attempts: int = 3) -> None:
                 raise
 
 
-def no_dialog(page, lab, name: str) -> None:
+def no_dialog(page, lab: Lab, name: str) -> None:
     """If JupyterLab shows a dialog, save a screenshot and act on its words. A "Server Connection
     Error" on a loaded machine is the browser losing the server for a moment: if the server
     answers now, close it and go on (with a note in the log). Any other dialog (a dead kernel, a
-    file changed on disk) fails the test with its words and the end of the server's log."""
+    file changed on disk) fails the run with its words and the end of the server's log."""
     dialog = page.locator("dialog.jp-Dialog")
     if not dialog.count():
         return
@@ -81,30 +72,22 @@ def save(page) -> None:
     )
 
 
-def run_and_click(lab, page, name: str) -> None:
-    """Run all of the notebook in JupyterLab, save it, check every cell ran without an unexpected
-    error, then click every widget's Run button and wait for its plot and verdict."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.goto(lab.notebook_url(name))
-    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
-    time.sleep(1.0)  # let the first render settle before the menu is used
-    start_run_all(page)
-    wait_for_idle(page, timeout=420)
-    no_dialog(page, lab, name)
-    save(page)
-
-    notebook = lab.saved_notebook(name)
+def errors(notebook: dict) -> list[str]:
+    """What went wrong in a saved run: cells that did not run, and errors a cell does not expect,
+    named as nbval names them (Cell N counts code cells from 0)."""
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
-    assert all(c.get("execution_count") for c in code), "some cells did not run"
-    errors = [
-        (i, o.get("ename"), o.get("evalue", "")[:200])
+    problems = [f"Cell {i} did not run" for i, c in enumerate(code) if not c.get("execution_count")]
+    problems += [
+        f"Cell {i} raised {o.get('ename')}: {o.get('evalue', '')[:300]}"
         for i, c in enumerate(code)
         for o in c.get("outputs", [])
         if o.get("output_type") == "error" and RAISES not in source(c)
     ]
-    assert errors == []
-    page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
+    return problems
 
+
+def click_widgets(page, code: list[dict], stem: str) -> None:
+    """Click every widget's Run button, in order, and wait for its plot and a verdict line."""
     buttons = page.locator(".jupyter-widgets button", has_text=re.compile(r"^\s*Run\s*$"))
     expected = sum(len(WIDGET.findall(source(c))) for c in code)
     assert buttons.count() == expected, f"{buttons.count()} Run buttons for {expected} widgets"
@@ -113,23 +96,35 @@ def run_and_click(lab, page, name: str) -> None:
         box = button.locator("xpath=ancestor::div[contains(@class, 'widget-vbox')][1]")
         button.scroll_into_view_if_needed()
         button.click()
-        box.locator(".widget-output img").first.wait_for(timeout=180_000)
-        verdict = box.locator('.widget-output [data-mime-type="application/vnd.jupyter.stdout"]').first
+        output = box.locator(".widget-output")
+        output.locator("img, [data-mime-type='application/vnd.jupyter.stderr']").first.wait_for(timeout=180_000)
+        failed = output.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
+        assert not failed.count(), f"widget {k} failed: {failed.first.inner_text()[:500]}"
+        verdict = output.locator('[data-mime-type="application/vnd.jupyter.stdout"]').first
         verdict.wait_for(timeout=30_000)
-        assert verdict.inner_text().strip(), "the widget printed an empty verdict"
-        assert not box.locator('.widget-output [data-mime-type="application/vnd.jupyter.stderr"]').count()
-        box.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}_widget{k}.png"))
+        assert verdict.inner_text().strip(), f"widget {k} printed an empty verdict"
+        box.screenshot(path=str(ARTIFACTS / f"{stem}_widget{k}.png"))
 
 
-# Two classes, so that `--dist loadscope` gives each pytest-xdist worker half of the notebooks
-# (and its own JupyterLab); alternate notebooks, so that the slow ones are shared out.
-class TestEvenNotebooks:
-    @pytest.mark.parametrize("name", NOTEBOOKS[0::2])
-    def test_notebook_runs_in_jupyterlab_and_widgets_draw(self, lab, page, name):
-        run_and_click(lab, page, name)
-
-
-class TestOddNotebooks:
-    @pytest.mark.parametrize("name", NOTEBOOKS[1::2])
-    def test_notebook_runs_in_jupyterlab_and_widgets_draw(self, lab, page, name):
-        run_and_click(lab, page, name)
+def run_in_jupyterlab(lab: Lab, browser, served: str, timeout: float = 420) -> None:
+    """Open a served notebook in JupyterLab (it joins the notebook's running kernel), run all of
+    it, save it, check it, click its widgets. Raises AssertionError saying what went wrong."""
+    name = Path(served).name
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(lab.notebook_url(name))
+        page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+        start_run_all(page)
+        wait_for_idle(page, timeout=timeout)
+        no_dialog(page, lab, name)
+        save(page)
+        notebook = lab.saved_notebook(served)
+        page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
+        problems = errors(notebook)
+        assert not problems, "; ".join(problems)
+        click_widgets(page, [c for c in notebook["cells"] if c["cell_type"] == "code"], Path(name).stem)
+    finally:
+        context.close()
