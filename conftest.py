@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
 import time
@@ -64,21 +63,16 @@ def pytest_configure(config) -> None:
 
 
 def pytest_unconfigure(config) -> None:
-    stack = SECOND_RUN.pop("stack", None)
-    if stack is not None:
-        stack.close()
+    lab = sys.modules.get("tests.browser.lab")
+    if lab is not None:
+        lab.close_shared()
 
 
 def _lab():
     """This process's JupyterLab server and Chromium, started on first use."""
-    if "lab" not in SECOND_RUN:
-        from tests.browser import lab
+    from tests.browser import lab
 
-        stack = contextlib.ExitStack()
-        SECOND_RUN["stack"] = stack
-        SECOND_RUN["lab"] = stack.enter_context(lab.serve())
-        SECOND_RUN["browser"] = stack.enter_context(lab.chromium())
-    return SECOND_RUN["lab"], SECOND_RUN["browser"]
+    return lab.shared_lab(), lab.shared_browser()
 
 
 def _attach_nbval_to_jupyterlab() -> None:

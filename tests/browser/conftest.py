@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from .lab import ARTIFACTS, ROOT, chromium, free_port, in_ci, missing_browser
+# tests.browser.lab, as conftest.py imports it: one module, so one Chromium per process
+from tests.browser.lab import ARTIFACTS, ROOT, free_port, in_ci, missing_browser, shared_browser
 
 __all__ = ["ARTIFACTS", "ROOT", "free_port"]
 
@@ -29,5 +30,5 @@ def browser_ready() -> None:
 
 @pytest.fixture(scope="session")
 def browser(browser_ready) -> Iterator[object]:
-    with chromium() as browser:
-        yield browser
+    """This process's Chromium, shared with the notebooks' JupyterLab runs (closed at the end)."""
+    yield shared_browser()

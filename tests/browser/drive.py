@@ -27,22 +27,25 @@ def wait_for_idle(page, timeout: float) -> None:
 
 
 def run_all(page) -> None:
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click(timeout=10_000)
+    page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click(timeout=10_000)
 
 
-def start_run_all(page, attempts: int = 3) -> None:
+def start_run_all(page, lab: Lab, name: str, attempts: int = 3) -> None:
     """Run all cells and wait until the first one has started ([*]) or run ([1]): the notebook
     was opened without outputs, so a prompt shows only what this run did. On a loaded machine the
-    first click can land before the notebook is ready: then click again."""
+    first click can land before the notebook is ready, or a passing dialog can cover the menu:
+    then deal with the dialog and click again."""
     started = ".jp-InputPrompt:has-text('[*]'), .jp-InputPrompt:has-text('[1]')"
     for attempt in range(attempts):
-        run_all(page)
+        no_dialog(page, lab, name)
         try:
+            run_all(page)
             page.wait_for_selector(started, timeout=30_000)
             return
-        except Exception:  # playwright's TimeoutError
+        except Exception:  # playwright's TimeoutError: a dialog over the menu, or a page not ready
             if attempt == attempts - 1:
+                no_dialog(page, lab, name)  # a dialog that stayed fails with its own words
                 raise
 
 
@@ -86,7 +89,7 @@ def errors(notebook: dict) -> list[str]:
     return problems
 
 
-def click_widgets(page, code: list[dict], stem: str) -> None:
+def click_widgets(page, lab: Lab, code: list[dict], stem: str) -> None:
     """Click every widget's Run button, in order, and wait for its plot and a verdict line."""
     buttons = page.locator(".jupyter-widgets button", has_text=re.compile(r"^\s*Run\s*$"))
     expected = sum(len(WIDGET.findall(source(c))) for c in code)
@@ -95,6 +98,7 @@ def click_widgets(page, code: list[dict], stem: str) -> None:
         button = buttons.nth(k)
         box = button.locator("xpath=ancestor::div[contains(@class, 'widget-vbox')][1]")
         button.scroll_into_view_if_needed()
+        no_dialog(page, lab, stem)
         button.click()
         output = box.locator(".widget-output")
         output.locator("img, [data-mime-type='application/vnd.jupyter.stderr']").first.wait_for(timeout=180_000)
@@ -117,7 +121,7 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, timeout: float = 420) -> N
         page.goto(lab.notebook_url(name))
         page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        start_run_all(page)
+        start_run_all(page, lab, name)
         wait_for_idle(page, timeout=timeout)
         no_dialog(page, lab, name)
         save(page)
@@ -125,6 +129,6 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, timeout: float = 420) -> N
         page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
         problems = errors(notebook)
         assert not problems, "; ".join(problems)
-        click_widgets(page, [c for c in notebook["cells"] if c["cell_type"] == "code"], Path(name).stem)
+        click_widgets(page, lab, [c for c in notebook["cells"] if c["cell_type"] == "code"], Path(name).stem)
     finally:
         context.close()

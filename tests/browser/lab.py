@@ -214,3 +214,30 @@ def chromium() -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+#: One JupyterLab server and one Chromium per pytest process (Playwright's sync API allows one
+#: per thread), started on first use and closed by ``close_shared`` at the end of the session.
+_SHARED: dict[str, object] = {}
+
+
+def _shared(key: str, factory) -> object:
+    if key not in _SHARED:
+        stack = _SHARED.setdefault("stack", contextlib.ExitStack())
+        _SHARED[key] = stack.enter_context(factory())
+    return _SHARED[key]
+
+
+def shared_lab() -> Lab:
+    return _shared("lab", serve)
+
+
+def shared_browser() -> object:
+    return _shared("browser", chromium)
+
+
+def close_shared() -> None:
+    stack = _SHARED.pop("stack", None)
+    _SHARED.clear()
+    if stack is not None:
+        stack.close()
