@@ -193,7 +193,7 @@ def _second_run_in_jupyterlab(item) -> str | None:
     kernel.detach()  # nbval lets go; JupyterLab joins the same kernel
     _, browser = _lab()
     try:
-        run_in_jupyterlab(kernel.lab, browser, kernel.served)
+        run_in_jupyterlab(kernel.lab, browser, kernel.served, kernel.kernel_id)
     except Exception as exc:  # noqa: BLE001 - an assertion, a timeout, a lost page: all this test's failure
         return f"the second run, in JupyterLab, failed: {type(exc).__name__}: {exc}"
     return None

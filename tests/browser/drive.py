@@ -31,14 +31,14 @@ def run_all(page) -> None:
     page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click(timeout=10_000)
 
 
-def start_run_all(page, lab: Lab, name: str, attempts: int = 3) -> None:
+def start_run_all(page, lab: Lab, name: str, kernel_id: str = "", attempts: int = 3) -> None:
     """Run all cells and wait until the first one has started ([*]) or run ([1]): the notebook
     was opened without outputs, so a prompt shows only what this run did. On a loaded machine the
     first click can land before the notebook is ready, or a passing dialog can cover the menu:
     then deal with the dialog and click again."""
     started = ".jp-InputPrompt:has-text('[*]'), .jp-InputPrompt:has-text('[1]')"
     for attempt in range(attempts):
-        no_dialog(page, lab, name)
+        no_dialog(page, lab, name, kernel_id)
         try:
             run_all(page)
             page.wait_for_selector(started, timeout=30_000)
@@ -49,16 +49,26 @@ def start_run_all(page, lab: Lab, name: str, attempts: int = 3) -> None:
                 raise
 
 
-def no_dialog(page, lab: Lab, name: str) -> None:
+def no_dialog(page, lab: Lab, name: str, kernel_id: str = "") -> None:
     """If JupyterLab shows a dialog, save a screenshot and act on its words. A "Server Connection
     Error" on a loaded machine is the browser losing the server for a moment: if the server
-    answers now, close it and go on (with a note in the log). Any other dialog (a dead kernel, a
-    file changed on disk) fails the run with its words and the end of the server's log."""
+    answers now, close it and go on (with a note in the log). "Select Kernel" comes when a server
+    just started opens the notebook before it has listed the running sessions: choose the
+    notebook's running kernel (``kernel_id``, nbval's). Any other dialog (a dead kernel, a file
+    changed on disk) fails the run with its words and the end of the server's log."""
     dialog = page.locator("dialog.jp-Dialog")
     if not dialog.count():
         return
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}_dialog.png"), full_page=True)
     words = " | ".join(t.strip() for t in dialog.all_inner_texts())
+    options = dialog.locator("select option").all_inner_texts() if "Select Kernel" in words else []
+    running = [o for o in options if kernel_id and f"({kernel_id[:8]})" in o]
+    if running:
+        print(f"{name}: JupyterLab asked for a kernel; chose the running one, {running[0]}")
+        dialog.locator("select").first.select_option(label=running[0])
+        dialog.locator("button.jp-mod-accept").first.click()
+        dialog.first.wait_for(state="detached", timeout=10_000)
+        return
     if "Server Connection Error" in words and lab.answers():
         print(f"{name}: closed a passing dialog, the server answers: {words[:200]}")
         dialog.locator("button").last.click()
@@ -110,9 +120,10 @@ def click_widgets(page, lab: Lab, code: list[dict], stem: str) -> None:
         box.screenshot(path=str(ARTIFACTS / f"{stem}_widget{k}.png"))
 
 
-def run_in_jupyterlab(lab: Lab, browser, served: str, timeout: float = 420) -> None:
-    """Open a served notebook in JupyterLab (it joins the notebook's running kernel), run all of
-    it, save it, check it, click its widgets. Raises AssertionError saying what went wrong."""
+def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: float = 420) -> None:
+    """Open a served notebook in JupyterLab (it joins the notebook's running kernel, ``kernel_id``),
+    run all of it, save it, check it, click its widgets. Raises AssertionError saying what went
+    wrong."""
     name = Path(served).name
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -121,7 +132,7 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, timeout: float = 420) -> N
         page.goto(lab.notebook_url(name))
         page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        start_run_all(page, lab, name)
+        start_run_all(page, lab, name, kernel_id)
         wait_for_idle(page, timeout=timeout)
         no_dialog(page, lab, name)
         save(page)
