@@ -120,6 +120,20 @@ def click_widgets(page, lab: Lab, code: list[dict], stem: str) -> None:
         box.screenshot(path=str(ARTIFACTS / f"{stem}_widget{k}.png"))
 
 
+def first_load(lab: Lab, browser) -> None:
+    """Open JupyterLab once on a server that just started, and wait for its menu bar. A notebook
+    opened during the server's first page load can open before JupyterLab has listed the running
+    sessions, and then JupyterLab asks which kernel to use (seen twice, on each worker's first
+    notebook); after one full load it finds the notebook's session."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).wait_for(timeout=90_000)
+    finally:
+        context.close()
+
+
 def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: float = 420) -> None:
     """Open a served notebook in JupyterLab (it joins the notebook's running kernel, ``kernel_id``),
     run all of it, save it, check it, click its widgets. Raises AssertionError saying what went
