@@ -99,7 +99,11 @@ def _attach_nbval_to_jupyterlab() -> None:
             self._ensure_iopub_up()
 
         def is_alive(self) -> bool:
-            return self.kc is not None and self.kc.is_alive()
+            """Alive while nbval holds it; after ``detach`` while its session lasts, so that nbval's
+            teardown still calls ``stop`` (otherwise every notebook's kernel stayed up to the end)."""
+            if self.kc is not None:
+                return self.kc.is_alive()
+            return self.session is not None
 
         def restart(self) -> None:
             self.lab.api(f"kernels/{self.kernel_id}/restart", method="POST")
@@ -115,7 +119,9 @@ def _attach_nbval_to_jupyterlab() -> None:
 
         def stop(self) -> None:
             self.detach()
-            self.lab.end_session(self.session)
+            if self.session is not None:
+                self.lab.end_session(self.session)
+                self.session = None
 
         @property
         def language(self) -> str:
