@@ -70,13 +70,9 @@ def pytest_unconfigure(config) -> None:
 
 def _lab():
     """This process's JupyterLab server and Chromium, started on first use."""
-    from tests.browser import drive, lab
+    from tests.browser import lab
 
-    first = "lab" not in lab._SHARED
-    served, browser = lab.shared_lab(), lab.shared_browser()
-    if first:  # JupyterLab's first page on a new server is slow: load it once before any notebook
-        drive.first_load(served, browser)
-    return served, browser
+    return lab.shared_lab(), lab.shared_browser()
 
 
 def _attach_nbval_to_jupyterlab() -> None:

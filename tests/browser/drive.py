@@ -31,14 +31,14 @@ def run_all(page) -> None:
     page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click(timeout=10_000)
 
 
-def start_run_all(page, lab: Lab, name: str, kernel_id: str = "", attempts: int = 3) -> None:
+def start_run_all(page, lab: Lab, name: str, attempts: int = 3) -> None:
     """Run all cells and wait until the first one has started ([*]) or run ([1]): the notebook
     was opened without outputs, so a prompt shows only what this run did. On a loaded machine the
     first click can land before the notebook is ready, or a passing dialog can cover the menu:
     then deal with the dialog and click again."""
     started = ".jp-InputPrompt:has-text('[*]'), .jp-InputPrompt:has-text('[1]')"
     for attempt in range(attempts):
-        no_dialog(page, lab, name, kernel_id)
+        no_dialog(page, lab, name)
         try:
             run_all(page)
             page.wait_for_selector(started, timeout=30_000)
@@ -49,26 +49,17 @@ def start_run_all(page, lab: Lab, name: str, kernel_id: str = "", attempts: int 
                 raise
 
 
-def no_dialog(page, lab: Lab, name: str, kernel_id: str = "") -> None:
+def no_dialog(page, lab: Lab, name: str) -> None:
     """If JupyterLab shows a dialog, save a screenshot and act on its words. A "Server Connection
     Error" on a loaded machine is the browser losing the server for a moment: if the server
-    answers now, close it and go on (with a note in the log). "Select Kernel" comes when a server
-    just started opens the notebook before it has listed the running sessions: choose the
-    notebook's running kernel (``kernel_id``, nbval's). Any other dialog (a dead kernel, a file
-    changed on disk) fails the run with its words and the end of the server's log."""
+    answers now, close it and go on (with a note in the log). Any other dialog (a dead kernel, a
+    file changed on disk, "Select Kernel" for a notebook that lost its kernel) fails the run with
+    its words and the end of the server's log."""
     dialog = page.locator("dialog.jp-Dialog")
     if not dialog.count():
         return
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}_dialog.png"), full_page=True)
     words = " | ".join(t.strip() for t in dialog.all_inner_texts())
-    options = dialog.locator("select option").all_inner_texts() if "Select Kernel" in words else []
-    running = [o for o in options if kernel_id and f"({kernel_id[:8]})" in o]
-    if running:
-        print(f"{name}: JupyterLab asked for a kernel; chose the running one, {running[0]}")
-        dialog.locator("select").first.select_option(label=running[0])
-        dialog.locator("button.jp-mod-accept").first.click()
-        dialog.first.wait_for(state="detached", timeout=10_000)
-        return
     if "Server Connection Error" in words and lab.answers():
         print(f"{name}: closed a passing dialog, the server answers: {words[:200]}")
         dialog.locator("button").last.click()
@@ -120,18 +111,29 @@ def click_widgets(page, lab: Lab, code: list[dict], stem: str) -> None:
         box.screenshot(path=str(ARTIFACTS / f"{stem}_widget{k}.png"))
 
 
-def first_load(lab: Lab, browser) -> None:
-    """Open JupyterLab once on a server that just started, and wait for its menu bar. A notebook
-    opened during the server's first page load can open before JupyterLab has listed the running
-    sessions, and then JupyterLab asks which kernel to use (seen twice, on each worker's first
-    notebook); after one full load it finds the notebook's session."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+#: True once the current notebook's session context is ready on a connected kernel with this id.
+ON_KERNEL = """id => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const context = panel && panel.sessionContext;
+    const kernel = context && context.session && context.session.kernel;
+    return Boolean(context && context.isReady && kernel && kernel.id === id && kernel.connectionStatus === "connected");
+}"""
+KERNEL_NOW = """() => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return kernel ? `${kernel.id} (${kernel.connectionStatus})` : "no kernel";
+}"""
+
+
+def wait_for_kernel(page, kernel_id: str, timeout: float = 90) -> None:
+    """Wait until the notebook has joined its running kernel (nbval's), connected. A Run All
+    clicked before that finds no kernel yet, and JupyterLab answers it with "Select Kernel"
+    (seen on the first notebook of a worker, whose page loads fastest relative to the session)."""
     try:
-        page = context.new_page()
-        page.goto(f"{lab.url}/lab?reset&token={lab.token}")
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).wait_for(timeout=90_000)
-    finally:
-        context.close()
+        page.wait_for_function(ON_KERNEL, arg=kernel_id, timeout=timeout * 1000)
+    except Exception as exc:  # playwright's TimeoutError: say what the notebook has instead
+        raise AssertionError(f"the notebook did not join kernel {kernel_id[:8]} within {timeout:.0f} s; "
+                             f"it has {page.evaluate(KERNEL_NOW)}") from exc
 
 
 def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: float = 420) -> None:
@@ -144,9 +146,10 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: f
     try:
         page = context.new_page()
         page.goto(lab.notebook_url(name))
+        wait_for_kernel(page, kernel_id)
         page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
-        start_run_all(page, lab, name, kernel_id)
+        start_run_all(page, lab, name)
         wait_for_idle(page, timeout=timeout)
         no_dialog(page, lab, name)
         save(page)

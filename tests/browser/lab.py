@@ -191,7 +191,8 @@ def serve() -> Iterator[Lab]:
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
         f"--LabApp.user_settings_dir={base / 'settings'}", f"--LabApp.workspaces_dir={base / 'workspaces'}",
-        "--ServerApp.port_retries=0", *(["--allow-root"] if os.geteuid() == 0 else []),
+        "--ServerApp.port_retries=0", "--LabApp.expose_app_in_browser=True",  # window.jupyterapp, for drive.py
+        *(["--allow-root"] if os.geteuid() == 0 else []),
     ]
     with open(base / "lab.log", "w") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
