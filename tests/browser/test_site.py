@@ -85,7 +85,8 @@ def test_every_notebook_page_renders_with_its_figures(site_page, served):
 def test_search_for_prefetch_lists_the_input_pipeline_notebook(site_page, served):
     site_page.goto(f"{served}/search.html?q=prefetch", wait_until="load")
     results = site_page.locator("#search-results a")
-    results.first.wait_for(timeout=15000)
+    # Sphinx lists the hits one by one; read them when it says it has finished
+    site_page.locator(".search-summary", has_text="Search finished").wait_for(timeout=30000)
     links = [results.nth(i).get_attribute("href") for i in range(results.count())]
     assert any("07_tune_input_pipeline" in (link or "") for link in links), links
     site_page.screenshot(path=str(ARTIFACTS / "site-search-prefetch.png"))
