@@ -130,6 +130,24 @@ def _attach_nbval_to_jupyterlab() -> None:
     IPyNbFile.setup = setup
 
 
+#: Scopes (files) that take longest, longest first, from the per-notebook times `make test`
+#: prints: scheduled first, so that with --dist loadscope the two workers finish together
+#: (longest-first: the short scopes fill in at the end). Everything else keeps its order after them.
+LONGEST_FIRST = (
+    "notebooks/13_", "notebooks/12_", "notebooks/10_", "notebooks/14_", "notebooks/11_",
+    "tests/test_other_cpus.py", "notebooks/07_", "notebooks/08_",
+)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Order the scopes longest first (a stable sort: the cells of a notebook stay in order)."""
+    def rank(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if path.startswith(prefix)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)
+
+
 def _is_nbval_cell(item) -> bool:
     return type(item).__name__ == "IPyNbCell" and hasattr(item, "options")
 
