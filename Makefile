@@ -17,9 +17,10 @@ NBVAL_BASE := --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_
 NBVAL  := $(NBVAL_BASE) --nbval-lab
 # Two workers (one per core on the reference machine). --dist loadscope keeps each notebook's
 # cells on one worker, in order, in one kernel; each worker starts its own JupyterLab and Chromium
-# when its first notebook comes.
+# when its first notebook comes. --no-loadscope-reorder keeps conftest.py's longest-first order
+# (xdist would otherwise sort the files by their number of tests, not by their time).
 JOBS   ?= 2
-PARALLEL := -n $(JOBS) --dist loadscope
+PARALLEL := -n $(JOBS) --dist loadscope --no-loadscope-reorder
 NB     ?= notebooks/*.ipynb
 # The browser tests drive Debian's Chromium (no browser download).
 CHROMIUM ?= /usr/bin/chromium
