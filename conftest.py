@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 RERUN_KEY = "nbval_rerun_s"
+PHASES_KEY = "jupyterlab_phases_s"  # the second run's phases in JupyterLab: {phase: seconds}
 #: How the second run happens in this process: "jupyterlab", "kernel" or None (no second run).
 SECOND_RUN: dict[str, object] = {"mode": None}
 
@@ -186,11 +187,13 @@ def pytest_runtest_call(item):
     # The notebook's last cell passed: run every cell again, top to bottom, in the same kernel.
     # (Not each cell twice in a row: the second run of a cell may change what the next cell's
     # compared output shows, such as a placement table of what was placed "meanwhile".)
-    start = time.perf_counter()
+    start, phases = time.perf_counter(), {}
     try:
-        problem = _second_run_in_jupyterlab(item) if SECOND_RUN["mode"] == "jupyterlab" else _second_run_in_kernel(cells)
+        problem = _second_run_in_jupyterlab(item, phases) if SECOND_RUN["mode"] == "jupyterlab" else _second_run_in_kernel(cells)
     finally:
         item.user_properties.append((RERUN_KEY, time.perf_counter() - start))
+        if phases:
+            item.user_properties.append((PHASES_KEY, phases))
     if problem:
         outcome.force_exception(AssertionError(problem))
 
@@ -210,14 +213,14 @@ def _second_run_in_kernel(cells) -> str | None:
     return None
 
 
-def _second_run_in_jupyterlab(item) -> str | None:
+def _second_run_in_jupyterlab(item, phases: dict[str, float]) -> str | None:
     from tests.browser.drive import run_in_jupyterlab
 
     kernel = item.parent.kernel
     kernel.detach()  # nbval lets go; JupyterLab joins the same kernel
     _, browser = _lab()
     try:
-        run_in_jupyterlab(kernel.lab, browser, kernel.served, kernel.kernel_id)
+        run_in_jupyterlab(kernel.lab, browser, kernel.served, kernel.kernel_id, phases=phases)
     except Exception as exc:  # noqa: BLE001 - an assertion, a timeout, a lost page: all this test's failure
         return f"the second run, in JupyterLab, failed: {type(exc).__name__}: {exc}"
     return None
@@ -228,6 +231,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     first: dict[str, float] = defaultdict(float)
     rerun: dict[str, float] = defaultdict(float)
     cells: dict[str, int] = defaultdict(int)
+    phases: dict[str, dict[str, float]] = {}  # the second run's phases in JupyterLab
     busy: dict[str, float] = defaultdict(float)  # per xdist worker: setup + call + teardown
     span: dict[str, list[float]] = {}
     for reports in terminalreporter.stats.values():
@@ -245,16 +249,23 @@ def pytest_terminal_summary(terminalreporter) -> None:
             name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
             again = sum(v for k, v in getattr(report, "user_properties", []) if k == RERUN_KEY)
             first[name] += duration - again
+            for key, value in getattr(report, "user_properties", []):
+                if key == PHASES_KEY:
+                    phases[name] = value
             rerun[name] += again
             cells[name] += 1
     if not first:
         return
     where = "in JupyterLab, widgets clicked" if SECOND_RUN["mode"] == "jupyterlab" else "in nbval's kernel"
     terminalreporter.write_sep("=", f"time per notebook (s): nbval's run, the second run ({where})")
-    terminalreporter.write_line(f"{'nbval':>7} {'second':>7} {'total':>7}  cells  notebook")
+    order = list(dict.fromkeys(k for v in phases.values() for k in v))  # the second run's phases
+    terminalreporter.write_line(f"{'nbval':>7} {'second':>7} {'total':>7}  cells  notebook"
+                                + (f"  (second run: {', '.join(order)})" if order else ""))
     for name in sorted(first):
+        split = " / ".join(f"{phases[name].get(k, 0):.0f}" for k in order) if name in phases else ""
         terminalreporter.write_line(
             f"{first[name]:7.1f} {rerun[name]:7.1f} {first[name] + rerun[name]:7.1f}  {cells[name]:5d}  {name}"
+            + (f"  ({split})" if split else "")
         )
     terminalreporter.write_line(
         f"{sum(first.values()):7.1f} {sum(rerun.values()):7.1f} {sum(first.values()) + sum(rerun.values()):7.1f}"

@@ -136,27 +136,44 @@ def wait_for_kernel(page, kernel_id: str, timeout: float = 90) -> None:
                              f"it has {page.evaluate(KERNEL_NOW)}") from exc
 
 
-def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: float = 420) -> None:
+#: The phases of a second run, in order, as ``run_in_jupyterlab`` times them.
+PHASES = ("open", "run all", "save", "clicks")
+
+
+def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: float = 420,
+                      phases: dict[str, float] | None = None) -> None:
     """Open a served notebook in JupyterLab (it joins the notebook's running kernel, ``kernel_id``),
     run all of it, save it, check it, click its widgets. Raises AssertionError saying what went
-    wrong."""
+    wrong. ``phases``, if given, receives the seconds each of ``PHASES`` took."""
     name = Path(served).name
+    phases = {} if phases is None else phases
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    start = time.perf_counter()
+
+    def done(phase: str) -> None:
+        nonlocal start
+        phases[phase] = time.perf_counter() - start
+        start = time.perf_counter()
+
     try:
         page = context.new_page()
         page.goto(lab.notebook_url(name))
         wait_for_kernel(page, kernel_id)
         page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
+        done("open")
         start_run_all(page, lab, name)
         wait_for_idle(page, timeout=timeout)
         no_dialog(page, lab, name)
+        done("run all")
         save(page)
         notebook = lab.saved_notebook(served)
         page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
         problems = errors(notebook)
         assert not problems, "; ".join(problems)
+        done("save")
         click_widgets(page, lab, [c for c in notebook["cells"] if c["cell_type"] == "code"], Path(name).stem)
+        done("clicks")
     finally:
         context.close()
