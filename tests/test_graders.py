@@ -300,7 +300,7 @@ def _table(rows):
 
 
 TOWERS = [
-    ("stub", None, None, False, "run my_towers(batch) with log.run"),
+    ("stub", None, None, False, "my_towers returned nothing: return the tf.add_n"),
     ("solution", "right", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
      True, "towers on CPU:2, CPU:3"),
     ("oneDNN kernels", "right", [("MatMul", "_MklMatMul", "CPU:3"), ("MatMul_1", "_MklMatMul", "CPU:2"),
@@ -312,7 +312,8 @@ TOWERS = [
                                           ("AddN", "AddN", "CPU:3")], False, "not on CPU:0"),
     ("wrong numbers", "double", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"),
                                  ("AddN", "AddN", "CPU:0")], False, "differs from batch^T batch"),
-    ("a list, not a tensor", "list", [("AddN", "AddN", "CPU:0")], False, "run my_towers(batch) with log.run"),
+    ("a list, not a tensor", "list", [("AddN", "AddN", "CPU:0")], False, "returned a list, not a tensor"),
+    ("no table", "right", None, False, "pass the table that log.run"),
 ]
 
 

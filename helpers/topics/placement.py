@@ -88,8 +88,11 @@ def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
     devices and the ``AddN`` on ``CPU:0``."""
     import tensorflow as tf
 
-    if not hasattr(result, "shape") or not hasattr(table, "columns"):
-        return not_yet("run my_towers(batch) with log.run and pass its result and table.")
+    if not hasattr(result, "shape"):
+        got = "nothing" if result is None else f"a {type(result).__name__}, not a tensor"
+        return not_yet(f"my_towers returned {got}: return the tf.add_n of the two towers.")
+    if not hasattr(table, "columns"):
+        return not_yet("pass the table that log.run(lambda: my_towers(batch)) returned (the second item).")
     want = tf.matmul(batch, batch, transpose_a=True)
     if tuple(result.shape) != tuple(want.shape):
         return not_yet(f"the result has shape {tuple(result.shape)}, not {tuple(want.shape)}.")
