@@ -14,8 +14,10 @@ import argparse
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -99,6 +101,36 @@ def task_from_tf_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     if problem:
         _stop(f"TF_CONFIG: {problem}", USAGE_EXIT)
     return dict(config["task"])
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """An argparse ``type=``: ``"host:port"`` or ``"grpc://host:port"``, as ``(host, port)``."""
+    host, _, port = text.strip().removeprefix("grpc://").rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f'must be "grpc://host:port" with a port from 1 to 65535, got {text!r}')
+    return host, int(port)
+
+
+@checks.arguments(address=checks.text, seconds=checks.number(0.1, 24 * 3600, hint="seconds"), what=checks.text)
+def wait_until_listening(address: str, seconds: float, what: str) -> None:
+    """Return once something accepts connections at ``address`` ("host:port" or "grpc://host:port");
+    if nothing does within ``seconds``, print one line naming ``what`` and exit 1. TensorFlow's
+    gRPC clients retry an address where nothing listens for ever, so ask before starting one.
+    The peer may start a little later than this process: refused connections are retried."""
+    try:
+        host, port = host_port(address)
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"address {exc}") from None
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=max(0.1, min(5.0, deadline - time.monotonic()))).close()
+            return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                _stop(f"gave up after {seconds:g} s waiting for {what} at {address} ({exc.strerror or exc}); "
+                      "start it first, or check the address", 1)
+            time.sleep(0.2)  # a polling interval between connection attempts, not a stand-in for work
 
 
 # The watcher: a small separate Python process. A thread would not do: TensorFlow's start-up

@@ -30,13 +30,14 @@ VALID = {
     "MWMS_WORKER": (["--steps", "5", "--checkpoints", "{tmp}/ckpt"], CONFIG),
     "PS_PROGRAM": (["--steps", "5"], CONFIG),
     "DATA_SERVICE_SERVER": ([], SERVICE),
-    "DATA_SERVICE_TRAINER": ([], None),
+    "DATA_SERVICE_TRAINER": (["--start-timeout", "2"], None),
 }
 WHOLE = [("MWMS_WORKER", "--steps"), ("MWMS_WORKER", "--batch"), ("MWMS_WORKER", "--every"),
          ("PS_PROGRAM", "--steps"), ("PS_PROGRAM", "--batch"),
          ("DATA_SERVICE_TRAINER", "--examples"), ("DATA_SERVICE_TRAINER", "--repeats")]
 OTHER = [("MWMS_WORKER", "--start-timeout"), ("DATA_SERVICE_TRAINER", "--cpus"), ("DATA_SERVICE_SERVER", "--cpus"),
-         ("DATA_SERVICE_TRAINER", "--service")]
+         ("DATA_SERVICE_TRAINER", "--service"), ("DATA_SERVICE_TRAINER", "--start-timeout"),
+         ("DATA_SERVICE_SERVER", "--start-timeout")]
 BAD = st.sampled_from(["0", "-5", "x", "1.5", "nan", "inf", "-inf", "1e400", "99999", "0,x", "grpc://127.0.0.1:1",
                        "127.0.0.1"]) | st.text(max_size=6)
 
@@ -51,8 +52,9 @@ def valid(option: str, value: str) -> bool:
             return False
     if option == "--cpus":
         return text == "" or all(p.strip().isdigit() and int(p) in os.sched_getaffinity(0) for p in text.split(","))
-    if option == "--service":
-        return text == ""
+    if option == "--service":  # a well-formed address passes the parser and is waited for (tested below)
+        host, _, port = text.removeprefix("grpc://").rpartition(":")
+        return text == "" or (bool(host) and port.isdigit() and 1 <= int(port) <= 65535)
     return text.lstrip("+").isdigit() and int(text) >= 1
 
 
@@ -93,3 +95,25 @@ def test_checkpoints_naming_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
     assert_refused(run("MWMS_WORKER", ["--steps", "5", "--checkpoints", str(tmp_path / "file")], CONFIG, tmp_path),
                    "--checkpoints", "is a file, not a folder")
+
+
+@pytest.mark.parametrize("program", ["DATA_SERVICE_SERVER", "DATA_SERVICE_TRAINER"])
+def test_a_dispatcher_that_never_answers_ends_the_program_at_its_deadline(tmp_path, program):
+    """Nothing listens at 127.0.0.1:1: the service worker and the trainer wait --start-timeout
+    seconds for it (a dispatcher may start later), then print one line and exit 1."""
+    args = ["--start-timeout", "1"] + (["--service", "grpc://127.0.0.1:1"] if program == "DATA_SERVICE_TRAINER" else [])
+    done = run(program, args, SERVICE if program == "DATA_SERVICE_SERVER" else None, tmp_path)
+    assert done.returncode == 1, (done.returncode, done.stderr[-1500:])
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert "gave up after 1 s waiting for the dispatcher" in done.stderr and "127.0.0.1:1" in done.stderr
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"cluster": {"worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}}, 'one "dispatcher"'),
+    ({**SERVICE, "task": {"type": "worker", "index": 3}}, '"index"'),
+    ({"cluster": {"dispatcher": ["127.0.0.1:1"], "chief": ["127.0.0.1:2"]}, "task": {"type": "chief", "index": 0}},
+     'one "dispatcher"'),
+])
+def test_the_service_server_refuses_a_tf_config_it_cannot_serve(tmp_path, config, words):
+    done = run("DATA_SERVICE_SERVER", [], config, tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and words in done.stderr, done.stderr[-1500:]

@@ -88,3 +88,42 @@ def test_the_notebook_13_worker_without_tf_config_prints_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("mwms_worker.py: TF_CONFIG is not set")
     assert "Traceback" not in done.stderr
+
+
+def test_waiting_for_a_port_returns_once_a_late_peer_listens():
+    import socket
+    import threading
+
+    port = cluster.free_ports(1)[0]
+    listener = socket.socket()
+
+    def listen_late():
+        time.sleep(0.6)  # the peer starts after the waiting program, as a worker may start before its dispatcher
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+
+    late = threading.Thread(target=listen_late)
+    late.start()
+    started = time.monotonic()
+    try:
+        worker.wait_until_listening(f"grpc://127.0.0.1:{port}", 20, "the test's listener")
+    finally:
+        late.join()
+        listener.close()
+    assert 0.5 < time.monotonic() - started < 10
+
+
+def test_waiting_for_a_port_where_nothing_listens_stops_with_one_line_and_exit_1(capsys):
+    port = cluster.free_ports(1)[0]
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as stopped:
+        worker.wait_until_listening(f"127.0.0.1:{port}", 0.5, "the dispatcher")
+    assert stopped.value.code == 1 and time.monotonic() - started < 5
+    err = capsys.readouterr().err
+    assert f"gave up after 0.5 s waiting for the dispatcher at 127.0.0.1:{port}" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("address", ["", "127.0.0.1", "grpc://:5050", "host:0", "host:70000", "host:x", "grpc://host:"])
+def test_waiting_refuses_an_address_without_host_and_port(address):
+    with pytest.raises(ValueError, match="host:port|empty"):
+        worker.wait_until_listening(address, 1, "the dispatcher")  # "" is refused as empty

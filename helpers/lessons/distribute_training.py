@@ -272,22 +272,31 @@ import argparse
 import json
 import os
 
+from helpers import worker
+
 parser = argparse.ArgumentParser(prog="data_service_server.py")
 parser.add_argument("--cpus", default="", help="run on these CPU numbers only, e.g. 1 (Linux); default: all")
+parser.add_argument("--start-timeout", type=worker.seconds, default=180,
+                    help="a worker gives up if its dispatcher does not answer in time")
 args = parser.parse_args()
 if "TF_CONFIG" not in os.environ:
     parser.error("TF_CONFIG is not set: it names the dispatcher, the workers and this task (see the example above)")
+task = worker.task_from_tf_config()  # a malformed TF_CONFIG: one line, exit 2
+config = json.loads(os.environ["TF_CONFIG"])
+if len(config["cluster"].get("dispatcher", [])) != 1 or task["type"] not in ("dispatcher", "worker"):
+    parser.error('TF_CONFIG must list one "dispatcher" address, and this task must be the dispatcher or a "worker"')
 if args.cpus:
     try:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})  # before TensorFlow sizes its thread pools
     except (ValueError, OSError) as exc:
         parser.error(f"--cpus {args.cpus!r}: {exc}; give CPU numbers of this machine, such as 1 or 0,1")
+dispatcher = config["cluster"]["dispatcher"][0]
+if task["type"] == "worker":  # a WorkerServer retries a dispatcher where nothing listens for ever: wait, with a deadline
+    worker.wait_until_listening(dispatcher, args.start_timeout, "the dispatcher in TF_CONFIG")
 
 import tensorflow as tf  # noqa: E402 - after the CPU mask
 
-config = json.loads(os.environ["TF_CONFIG"])
-dispatcher = config["cluster"]["dispatcher"][0]
-kind, index = config["task"]["type"], config["task"]["index"]
+kind, index = task["type"], task["index"]
 if kind == "dispatcher":
     server = tf.data.experimental.service.DispatchServer(
         tf.data.experimental.service.DispatcherConfig(port=int(dispatcher.rsplit(":", 1)[1])))
@@ -308,12 +317,12 @@ repeats, as a long job's does, so the service starts one job and keeps streaming
 """
 import argparse
 import os
-import socket
 
 from helpers import worker
 
 parser = argparse.ArgumentParser(prog="data_service_trainer.py")
 parser.add_argument("--service", default="", help='"grpc://host:port" of the dispatcher; "" reads locally')
+parser.add_argument("--start-timeout", type=worker.seconds, default=60, help="give up if the dispatcher does not answer in time")
 parser.add_argument("--examples", type=worker.whole(1), default=2048)
 parser.add_argument("--repeats", type=worker.whole(1), default=3)
 parser.add_argument("--cpus", default="", help="run on these CPU numbers only, e.g. 0 (Linux); default: all")
@@ -323,12 +332,12 @@ if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     except (ValueError, OSError) as exc:
         parser.error(f"--cpus {args.cpus!r}: {exc}; give CPU numbers of this machine, such as 0 or 0,1")
-if args.service:  # the service would retry an address where nothing listens for ever: ask once, with a deadline
-    host, _, port = args.service.removeprefix("grpc://").rpartition(":")
+if args.service:  # the service would retry an address where nothing listens for ever: wait, with a deadline
     try:
-        socket.create_connection((host, int(port)), timeout=10).close()
-    except (ValueError, OSError) as exc:
-        parser.error(f"--service {args.service}: no dispatcher answers there ({exc})")
+        worker.host_port(args.service)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"--service: {exc}")
+    worker.wait_until_listening(args.service, args.start_timeout, "the dispatcher named by --service")
 
 import tensorflow as tf  # noqa: E402 - after the CPU mask
 
