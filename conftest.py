@@ -154,7 +154,7 @@ def _attach_nbval_to_jupyterlab() -> None:
 #: (longest-first: the short scopes fill in at the end). Everything else keeps its order after them.
 LONGEST_FIRST = (
     "notebooks/13_", "notebooks/12_", "notebooks/10_", "notebooks/14_", "notebooks/11_",
-    "tests/test_other_cpus.py", "notebooks/07_", "notebooks/08_",
+    "tests/test_other_cpus.py", "notebooks/07_", "notebooks/16_", "notebooks/08_",
 )
 
 

@@ -31,7 +31,8 @@ MODULES = [
     "helpers.topics.distribute", "helpers.topics.fused", "helpers.topics.graphs", "helpers.topics.memory",
     "helpers.topics.model_latency", "helpers.topics.pipelines", "helpers.topics.precision",
     "helpers.topics.profiling", "helpers.topics.quant", "helpers.topics.retracing", "helpers.topics.rnn",
-    "helpers.topics.start", "helpers.worker",
+    "helpers.topics.start", "helpers.worker", "helpers.topics.jobfile", "helpers.topics.tuning",
+    "helpers.topics.tune_report", "helpers.tune",
     # Every notebook's exported lesson code, found by its file (issue 35). It is not annotated, so a
     # parameter's kind is read from its default (an int, float or bool); each refuses with one
     # visible @checks.arguments line in its cell.
@@ -41,6 +42,7 @@ MODULES = [
 #: Parameters deliberately left out, with the reason.
 EXEMPT = {
     "helpers.timing.Timing": "a record the timing functions build, not called by learners",
+    "helpers.topics.tuning.Outcome": "a record run_trials fills, not called by learners",
     "helpers.timing.format_seconds": "formats any number for display (inf and nan print as such)",
     "helpers.timing.rotated:round_index": "any whole number is a valid round; it is taken modulo the length",
     "helpers.widgets.set_title": "layout plumbing the widgets call",

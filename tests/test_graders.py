@@ -966,3 +966,51 @@ def test_fused_batchnorm_grader(row):
 
     name, fn, passes, words = _batchnorm_answers()[row]
     judge(fused.check_fused_batchnorm(fn), passes, words)
+
+
+# --- 16: a make_dataset(batch_size) that keeps the job-file contract --------------------------
+
+def _contract_answers():
+    import numpy as np
+    import tensorflow as tf
+
+    features = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
+    labels = (features[:, 0] > 0).astype("int64")
+    pairs = lambda: tf.data.Dataset.from_tensor_slices((features, labels))  # noqa: E731
+
+    def raises(batch_size):
+        raise RuntimeError("my pipeline broke")
+
+    return features, labels, [
+        # (id, answer, passes, words in the message)
+        ("stub", lambda b: tf.data.Dataset.from_tensor_slices(features).batch(b), False, "(inputs, targets) pairs"),
+        ("solution", lambda b: pairs().shuffle(256, seed=0).batch(b), True, "every example once"),
+        ("no-shuffle", lambda b: pairs().batch(b), True, "every example once"),
+        ("zip", lambda b: tf.data.Dataset.zip((tf.data.Dataset.from_tensor_slices(features),
+                                                tf.data.Dataset.from_tensor_slices(labels))).batch(b).prefetch(2),
+         True, "every example once"),
+        ("with-weights", lambda b: tf.data.Dataset.from_tensor_slices((features, labels, np.ones(256, "float32"))).batch(b),
+         True, "every example once"),
+        ("shuffled-apart", lambda b: tf.data.Dataset.zip((tf.data.Dataset.from_tensor_slices(features),
+                                                          tf.data.Dataset.from_tensor_slices(labels).shuffle(256, seed=1))).batch(b),
+         False, "do not match"),
+        ("fixed-batch", lambda b: pairs().batch(64), False, "not 32"),
+        ("drop-remainder", lambda b: pairs().batch(b, drop_remainder=True), False, "not all of features"),
+        ("unbatched", lambda b: pairs(), False, "batches of"),
+        ("raises", raises, False, "RuntimeError"),
+        ("not-a-function", "pairs", False, "must be a function"),
+    ]
+
+
+@pytest.mark.parametrize("row", range(11), ids=["stub", "solution", "no-shuffle", "zip", "with-weights", "shuffled-apart",
+                                                "fixed-batch", "drop-remainder", "unbatched", "raises", "not-a-function"])
+def test_make_dataset_contract_grader(row):
+    import numpy as np
+
+    from helpers.topics import jobfile
+
+    features, labels, answers = _contract_answers()
+    before = features.copy(), labels.copy()
+    _, answer, passes, words = answers[row]
+    judge(jobfile.check_make_dataset(answer, features, labels), passes, words)
+    assert np.array_equal(features, before[0]) and np.array_equal(labels, before[1])  # never changes its input

@@ -123,6 +123,16 @@ TAUGHT: dict[str, list[str]] = {
         "@tf.function", "tf.GradientTape()", "optimizer.apply(", "for _ in tf.range(steps)", "next(iterator)",
         "make_pipeline(", 'cache="after_decode"', "prefetch=True", ".repeat()", "CAPSTONE_CHILD", "subprocess.run(",
     ],
+    "16_tune_your_own_job.ipynb": [
+        "dataset.take(steps)", "dataset.take(1).cache().repeat()", "model.fit(", "steps_per_epoch=steps",
+        "model.train_on_batch(", "tf.profiler.experimental.start(", 'tf.profiler.experimental.Trace("train", step_num=step, _r=1)',
+        "tf.profiler.experimental.stop()", "dataset.prefetch(tf.data.AUTOTUNE)", "tf.data.Options()",
+        "options.deterministic = False", "options.experimental_optimization.map_parallelization = True",
+        "dataset.with_options(options)", "jit_compile=", "steps_per_execution=", "keras.mixed_precision.set_global_policy(",
+        "tf.config.threading.set_intra_op_parallelism_threads(", "tf.config.threading.set_inter_op_parallelism_threads(",
+        "keras.callbacks.LambdaCallback(", "TRIAL_PROGRAM", "tune.tune(", "jobfile.load(", "widgets.ExperimentWidget(",
+        "widgets.ComparisonWidget(",
+    ],
     # No TensorFlow to teach: the facilitator's calls, each visible.
     "15_compare_the_room.ipynb": [
         "gather.load(", "gather.table(", "gather.figure(", "gather.disagreements(", "gather.missing(",

@@ -18,4 +18,6 @@ notebooks (and, where something else reuses it, exported to ``helpers.lessons``)
 - ``distribute``, ``data_service`` (13): strategy tables and timings, the notebook's worker programs as local
   ``TF_CONFIG`` clusters, the resume demo's logs, the tf.data service sweep
 - ``profiling``, ``capstone`` (14): XPlane traces as tables, the naive-to-tuned job in fresh processes
+- ``jobfile``, ``tuning``, ``tune_report`` (16, and ``python -m helpers.tune``): the job-file contract
+  and its exercise check, the trials in fresh processes under a budget, the ranked report
 """

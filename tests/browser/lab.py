@@ -178,11 +178,12 @@ def stop(process: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def serve() -> Iterator[Lab]:
-    """A JupyterLab server on a folder of its own holding a copy of ``data/`` and ``notebooks/``."""
+    """A JupyterLab server on a folder of its own holding a copy of ``data/``, ``jobs/`` and ``notebooks/``."""
     base = Path(tempfile.mkdtemp(prefix="workbook-lab-"))
     root = base / "workbook"
     (root / "notebooks").mkdir(parents=True)
     shutil.copytree(ROOT / "data", root / "data", ignore=shutil.ignore_patterns("results", "generated"))
+    shutil.copytree(ROOT / "jobs", root / "jobs")  # notebook 16 reads the job files beside notebooks/
     write_settings(base / "settings")
     port, token = free_port(), secrets.token_hex(24)
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
