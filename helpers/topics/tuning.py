@@ -9,7 +9,6 @@ is the change to make in the job, shown in the report.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import sys
 import tempfile
@@ -64,7 +63,7 @@ def plan(job_settings: dict[str, Any], cpuinfo: str | None = None, onednn: bool 
     job as it is first, then one change each."""
     onednn = env.onednn_enabled() if onednn is None else onednn
     bf16, why = env.bf16_kernels(cpuinfo, onednn)
-    cores = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    cores = env.usable_cores()  # the cores this process may run on (its affinity), not all the machine has
     steps = job_settings["steps"]
     per_call = max((k for k in (8, 4, 2) if steps % k == 0 and k < steps), default=0)
     trials = [
