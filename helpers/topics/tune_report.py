@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import checks, fileio, results, timing, verdicts
-from helpers.topics.tuning import BASELINE, COMBINED, Outcome, loss_problem, rate_ratio
+from helpers.topics.tuning import BASELINE, COMBINED, Outcome, loss_problem, measured, rate_ratio
 
 
 def _row(base: Outcome, outcome: Outcome) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def summary(frame: Any, second: Any = None) -> str:
         late = faster(second)
         parts.append(f"Tried again on top of the changes that paid, {len(late)} of {len(second) - 1} then paid"
                      + (": " + ", ".join(f"{n} ({second.at[n, 'gain']:.2f}x over them)" for n in late) + "." if late else "."))
-    if COMBINED in frame.index and frame.at[COMBINED, "gain"] is not None:
+    if measured(frame, COMBINED):
         c = frame.loc[COMBINED]
         gains = [frame.at[n, "gain"] for n in won] + ([] if second is None else [second.at[n, "gain"] for n in faster(second)])
         product = math.prod(gains)

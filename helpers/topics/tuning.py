@@ -228,11 +228,20 @@ def keras_traces(model: Any) -> int | None:
     return None
 
 
+def measured(frame: Any, name: str) -> bool:
+    """Whether ``name`` is a row of a report table with a measured gain (pandas holds an unmeasured
+    one as NaN, not None: a combined run that the budget did not reach)."""
+    if name not in frame.index:
+        return False
+    gain = frame.at[name, "gain"]
+    return gain is not None and gain == gain
+
+
 def against_hand_tuned(frame: Any, hand: Any) -> str:
     """The tuner's combined gain beside notebook 14's hand-tuned one (``capstone.run_stages``
     with the first and last stages), each against its own baseline, in one computed line."""
     rows = hand[hand["cumulative"].notna()]
-    if COMBINED not in frame.index or frame.at[COMBINED, "gain"] is None or len(rows) < 2:
+    if not measured(frame, COMBINED) or len(rows) < 2:
         return ("No combined run to compare: no trial was faster within the budget" if COMBINED not in frame.index
                 else "Not measured: a run is missing") + " (at test size the budget is small)."
     mine, theirs = float(frame.at[COMBINED, "gain"]), float(rows["cumulative"].iloc[-1])
