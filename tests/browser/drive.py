@@ -136,6 +136,38 @@ def wait_for_kernel(page, kernel_id: str, timeout: float = 90) -> None:
                              f"it has {page.evaluate(KERNEL_NOW)}") from exc
 
 
+#: Close every document in the page's JupyterLab (without asking to save: the run was saved, and a
+#: widget's click since then only changed outputs), then open the next notebook, which joins the
+#: session nbval started for it, as a page load would.
+OPEN_NEXT = """async path => {
+    const app = window.jupyterapp;
+    for (const widget of Array.from(app.shell.widgets("main"))) {
+        if (widget.context) { widget.context.model.dirty = false; }
+        widget.dispose();
+    }
+    await app.commands.execute("docmanager:open", {path});
+}"""
+
+#: One JupyterLab page per browser, kept from one notebook to the next: loading the application
+#: took 5-8 s per notebook on a loaded 2-core machine, opening a notebook in a loaded page about 1 s.
+#: A notebook whose run failed closes the page, so the next one starts in a fresh page.
+_PAGES: dict[int, object] = {}
+
+
+def open_page(lab: Lab, browser, served: str):
+    """The page showing ``served``: the kept page with its documents closed and this one opened,
+    or a new page (first notebook, or after a failure) loading JupyterLab on it."""
+    page = _PAGES.get(id(browser))
+    if page is not None and not page.is_closed():
+        page.evaluate(OPEN_NEXT, served)
+        return page
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(lab.notebook_url(Path(served).name))
+    _PAGES[id(browser)] = page
+    return page
+
+
 def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: float = 420,
                       phases: dict[str, float] | None = None) -> None:
     """Open a served notebook in JupyterLab (it joins the notebook's running kernel, ``kernel_id``),
@@ -145,7 +177,6 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: f
     name = Path(served).name
     phases = {} if phases is None else phases
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
     start = time.perf_counter()
 
     def done(phase: str) -> None:
@@ -153,9 +184,8 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: f
         phases[phase] = time.perf_counter() - start
         start = time.perf_counter()
 
+    page = open_page(lab, browser, served)
     try:
-        page = context.new_page()
-        page.goto(lab.notebook_url(name))
         wait_for_kernel(page, kernel_id)
         page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
@@ -172,5 +202,7 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: f
         done("save")
         click_widgets(page, lab, [c for c in notebook["cells"] if c["cell_type"] == "code"], Path(name).stem)
         done("clicks")
-    finally:
-        context.close()
+    except BaseException:
+        _PAGES.pop(id(browser), None)
+        page.context.close()
+        raise
