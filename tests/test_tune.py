@@ -285,7 +285,12 @@ def test_the_readings_are_computed_from_the_tables():
     hand = pd.DataFrame({"images/s": [500, 2000], "cumulative": [1.0, 4.0], "cumulative q1-q3": ["0.9-1.1", "3.8-4.2"]},
                         index=["naive", "+ 8 steps per call"])
     line = tuning.against_hand_tuned(frame, hand)
-    assert "2.22x over the job as it is" in line and "4.00x over its naive stage" in line and ": 56% of the hand-tuned" in line
+    assert "2.22x over the job as it is" in line and "4.00x over its naive stage" in line
+    assert "the quartile ranges do not overlap: the hand-tuned job gained more on this run (the tuner's median is 56% of" in line
+    close = hand.assign(cumulative=[1.0, 2.3], **{"cumulative q1-q3": ["0.9-1.1", "2.24-2.5"]})
+    assert "overlap, so this run does not tell the two apart (the tuner's median is 97% of" in tuning.against_hand_tuned(frame, close)
+    behind = hand.assign(cumulative=[1.0, 1.5], **{"cumulative q1-q3": ["0.9-1.1", "1.4-1.6"]})
+    assert "do not overlap: the tuner gained more" in tuning.against_hand_tuned(frame, behind)
     assert "run at 222 and 2,000 (11%)" in line
     assert tuning.against_hand_tuned(frame.drop(index=COMBINED), hand).startswith("No combined run to compare")
 

@@ -35,6 +35,7 @@ def profile_steps(model, dataset, steps, logdir):
     try:
         for step in range(steps):
             inputs, targets = next(batches)  # outside the span: a gap is time spent waiting for data
+            # step_num and _r=1 mark the span as a training step (TensorFlow's profiler guide writes it so)
             with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
                 model.train_on_batch(inputs, targets)
     finally:

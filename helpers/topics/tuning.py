@@ -247,8 +247,16 @@ def against_hand_tuned(frame: Any, hand: Any) -> str:
     mine, theirs = float(frame.at[COMBINED, "gain"]), float(rows["cumulative"].iloc[-1])
     fast, slow = float(frame.at[COMBINED, "examples/s"]), float(frame.at[BASELINE, "examples/s"])
     tuned, naive = float(rows["images/s"].iloc[-1]), float(rows["images/s"].iloc[0])
+    spans = [tuple(float(x) for x in str(q).split("-")) for q in (frame.at[COMBINED, "gain q1-q3"], rows["cumulative q1-q3"].iloc[-1])]
+    (lo_mine, hi_mine), (lo_theirs, hi_theirs) = spans
+    if lo_mine <= hi_theirs and lo_theirs <= hi_mine:
+        reading = (f"the quartile ranges overlap, so this run does not tell the two apart (the tuner's median is "
+                   f"{mine / theirs:.0%} of the hand-tuned one)")
+    else:
+        reading = (f"the quartile ranges do not overlap: the {'hand-tuned job' if theirs > mine else 'tuner'} gained more "
+                   f"on this run (the tuner's median is {mine / theirs:.0%} of the hand-tuned one)")
     return (f"The tuner's combined settings: {mine:.2f}x over the job as it is (quartiles {frame.at[COMBINED, 'gain q1-q3']}); "
             f"notebook 14's hand-tuned job: {theirs:.2f}x over its naive stage (quartiles {rows['cumulative q1-q3'].iloc[-1]}): "
-            f"{mine / theirs:.0%} of the hand-tuned speed-up. In examples per second the two tuned jobs run at "
+            f"{reading}. In examples per second the two tuned jobs run at "
             f"{fast:,.0f} and {tuned:,.0f} ({fast / tuned:.0%}), and the two naive ones at {slow:,.0f} (model.fit) and "
             f"{naive:,.0f} (the capstone's own loop): a ratio also depends on its baseline.")
