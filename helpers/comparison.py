@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helpers import timing
+from helpers.results import KINDS
 
 ID_PATTERN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
 REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -37,7 +38,9 @@ class Comparison:
     ``measure(**params)`` returns ``timing.compare``'s table itself (its ``attrs["note"]``, if
     any, is reported beside the result). ``quick`` and ``full`` are the two workloads'
     parameters; ``bound()``, when given, is the largest ratio physics allows (the core count for
-    threads); ``unit`` is what the medians count when they are not seconds (``"bytes"``).
+    threads); ``unit`` is what the medians count when they are not seconds (``"bytes"``);
+    ``kind`` is what the ratio is, when not a speed-up (``results.KINDS``: ``"size ratio"``,
+    ``"share of bound"``), so that the room's figure does not draw it as one.
 
     ``make_variants`` and ``measure`` may be given as ``"package.module:function"``: lesson
     code exported from a notebook (``helpers.lessons``) is then imported only when the
@@ -56,10 +59,13 @@ class Comparison:
     measure: Callable[..., Any] | str | None = None
     bound: Callable[[], float] | None = None
     unit: str = "s"
+    kind: str = "speed-up"
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id):
             raise ValueError(f"comparison id {self.id!r} must look like 'topic.name' (a-z, 0-9, _)")
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.id}: kind must be one of {sorted(KINDS)}, got {self.kind!r}")
         if self.baseline == self.variant:
             raise ValueError(f"{self.id}: baseline and variant are both {self.baseline!r}")
         if (self.make_variants is None) == (self.measure is None):
@@ -101,6 +107,8 @@ class Comparison:
         }
         if self.unit != "s":
             record["unit"] = self.unit
+        if self.kind != "speed-up":
+            record["kind"] = self.kind
         if table.attrs.get("note"):
             record["note"] = str(table.attrs["note"])
         if self.bound is not None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import fileio
+from helpers.results import KINDS
 
 MAX_FILES = 500
 
@@ -99,22 +100,32 @@ def _copies(results: Sequence[Result]) -> list[str]:
     return notes
 
 
-def table(results: Sequence[Result]) -> Any:
-    """Speed-ups: one row per comparison id, one column per machine (NaN where it was not run)."""
+def table(results: Sequence[Result], kind: str = "speed-up") -> Any:
+    """One ``kind`` of ratio (``results.KINDS``; speed-ups by default): one row per comparison id
+    that records it, one column per machine (NaN where it was not run)."""
     import pandas as pd
 
-    ids = sorted({i for r in results for i in r.records})
+    from helpers.results import kind as kind_of
+
+    ids = sorted({i for r in results for i, record in r.records.items() if kind_of(record) == kind})
     return pd.DataFrame({r.label: [r.records[i]["speedup"] if i in r.records else math.nan for i in ids] for r in results},
                         index=pd.Index(ids, name="comparison"))
 
 
+def one_run(record: dict[str, Any]) -> bool:
+    """A record from a single run of each side: its spread has no width, and says nothing."""
+    return record.get("repeats", 2) < 2
+
+
 def disagreements(results: Sequence[Result]) -> list[str]:
-    """Comparisons that are clearly faster on some machines and clearly slower on others (the whole
-    spread of the runs, from their quartiles, above 1 on one, below 1 on another)."""
+    """Speed-ups that are clearly faster on some machines and clearly slower on others (the whole
+    spread of the runs, from their quartiles, above 1 on one, below 1 on another). A single run
+    (``one_run``) has no spread, so it counts for neither."""
     lines = []
-    for i in sorted({i for r in results for i in r.records}):
-        wins = [r.label for r in results if i in r.records and r.records[i]["spread"][0] > 1]
-        losses = [r.label for r in results if i in r.records and r.records[i]["spread"][1] < 1]
+    for i in table(results).index:
+        measured = [r for r in results if i in r.records and not one_run(r.records[i])]
+        wins = [r.label for r in measured if r.records[i]["spread"][0] > 1]
+        losses = [r.label for r in measured if r.records[i]["spread"][1] < 1]
         if wins and losses:
             lines.append(f"{i}: faster on {', '.join(wins)}; slower on {', '.join(losses)}")
     return lines
@@ -128,7 +139,8 @@ def missing(results: Sequence[Result]) -> list[str]:
 
 
 def figure(results: Sequence[Result], title: str = "") -> Any:
-    """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their stamps."""
+    """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their stamps.
+    Other ratios (size ratios, shares of a bound) are not speed-ups: ``markdown`` lists them."""
     import numpy as np
     from matplotlib.figure import Figure
 
@@ -155,7 +167,9 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
     ax.set_yticks(np.arange(len(ids)) + 0.4 - height / 2, ids, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("speed-up of the variant over the baseline (log scale; whiskers: spread of the runs)")
-    ax.set_title(title or f"{len(ids)} comparisons from {n} bench results", fontsize=10)
+    others = sum(len(table(results, k)) for k in KINDS if k != "speed-up")
+    ax.set_title((title or f"{len(ids)} speed-ups from {n} bench results")
+                 + (f"\n({others} other ratios, such as sizes, are in the table, not drawn)" if others else ""), fontsize=10)
     fig.legend(loc="outside upper center", fontsize=7, ncols=1, frameon=False)  # the stamp takes the foot
     days = sorted({r.stamp.rsplit(" · ", 1)[-1] for r in results})
     stamp.on_figure(fig, f"gathered from {n} bench results · {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else ""))
@@ -163,14 +177,26 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
 
 
 def markdown(results: Sequence[Result], notes: Sequence[str] = ()) -> str:
-    """The gathered table, the machines, and what disagrees or is missing, as markdown."""
+    """The gathered speed-ups, then the other ratios by kind, the machines, and what disagrees or is
+    missing, as markdown. A speed-up from a single run of each side is marked "(1 run)" (a size
+    is measured once, by nature)."""
     from helpers.results import cell
 
-    speedups = table(results)
     labels = [cell(r.label) for r in results]  # folder names: a '|' would split the table
-    lines = ["| comparison | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
-    for i, row in speedups.iterrows():
-        lines.append(f"| {i} | " + " | ".join("-" if math.isnan(v) else f"{v:.2f}x" for v in row) + " |")
+    lines = []
+    for kind, meaning in KINDS.items():
+        rows = table(results, kind)
+        if rows.empty:
+            continue
+        if kind != "speed-up":
+            lines += ["", f"Not speed-ups, {kind} ({meaning}):", ""]
+        lines += ["| comparison | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+        for i, row in rows.iterrows():
+            speed = kind == "speed-up"
+            values = ["-" if math.isnan(v) else f"{v:.2f}" + ("x" if speed else "")
+                      + (" (1 run)" if speed and one_run(r.records[i]) else "")
+                      for r, v in zip(results, row, strict=True)]
+            lines.append(f"| {i} | " + " | ".join(values) + " |")
     lines += ["", "Machines:"] + [f"- {cell(r.label)}: {cell(r.stamp)} (workbook {cell(r.workbook)})" for r in results]
     for heading, items in (("Disagree in direction", disagreements(results)), ("Missing", missing(results)),
                            ("Notes", list(notes))):

@@ -22,6 +22,11 @@ MAX_COMPARISONS = 500
 MAX_TEXT = 300
 ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,119}")  # graphs.eager_vs_function, pipeline.prefetch, ...
 TEXT_FIELDS = ("workbook", "stamp", "started")
+#: What a record's ratio measures. A speed-up is baseline seconds / variant seconds; the others are
+#: ratios a comparison also records, read and drawn apart from the speed-ups.
+KINDS = {"speed-up": "baseline time / variant time: above 1 the variant is faster",
+         "size ratio": "baseline size / variant size (bytes): above 1 the variant is smaller",
+         "share of bound": "the variant's speed as a share of the bound the baseline sets: at most 1"}
 
 
 class ResultError(ValueError):
@@ -108,6 +113,8 @@ def _record(record: Any, index: int) -> dict[str, Any]:
     for key in ("baseline", "variant", "unit"):
         if key in record:
             _text(record[key], f"{where}.{key}")
+    if "kind" in record and record["kind"] not in KINDS:
+        raise ResultError(f"{where}.kind must be one of {', '.join(map(repr, KINDS))}, got {record['kind']!r:.60}")
     if record.get("note") is not None:
         _text(record["note"], f"{where}.note", 2000, one_line=False)
     if "repeats" in record and (isinstance(record["repeats"], bool) or not isinstance(record["repeats"], int)
@@ -136,6 +143,12 @@ def check(data: Any) -> dict[str, Any]:
     if twice:
         raise ResultError(f"comparison {twice[0]!r} appears more than once")
     return data
+
+
+def kind(record: dict[str, Any]) -> str:
+    """What ``record``'s ratio measures (``KINDS``): its ``kind``; a record without one is a
+    speed-up, unless its ``unit`` is ``"bytes"`` (results written before records had a kind)."""
+    return record.get("kind") or ("size ratio" if record.get("unit") == "bytes" else "speed-up")
 
 
 def cell(text: str) -> str:

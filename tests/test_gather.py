@@ -111,6 +111,49 @@ def test_gather_reports_versions_and_missing_comparisons(tmp_path, real_result):
     assert "| fake.other | - | 0.50x | - |" in gather.markdown(results)
 
 
+def test_sizes_and_shares_of_a_bound_are_not_read_or_drawn_as_speed_ups(tmp_path, real_result):
+    room(tmp_path, real_result)
+    for name, size in (("alice", 3.7), ("bob", 3.7), ("carol", 3.6)):
+        data = json.loads((tmp_path / name / "bench.json").read_text())
+        data["comparisons"] += [{"id": "fake.size", "speedup": size, "spread": [size, size], "repeats": 1, "unit": "bytes"},
+                                {"id": "fake.share", "speedup": 0.5, "spread": [0.4, 0.6], "kind": "share of bound"}]
+        (tmp_path / name / "bench.json").write_text(json.dumps(data))
+    results, _ = gather.load(tmp_path)
+    assert list(gather.table(results).index) == ["fake.slow_vs_fast"]  # a unit of bytes without a kind: a size
+    assert list(gather.table(results, "size ratio").index) == ["fake.size"]
+    assert list(gather.table(results, "share of bound").index) == ["fake.share"]
+    assert [line.split(":")[0] for line in gather.disagreements(results)] == ["fake.slow_vs_fast"]
+    text = gather.markdown(results)
+    assert "| fake.slow_vs_fast | 2.00x | 0.50x | 1.20x |" in text
+    assert "Not speed-ups, size ratio (baseline size / variant size (bytes)" in text
+    assert "| fake.size | 3.70 | 3.70 | 3.60 |" in text
+    assert "| fake.share | 0.50 | 0.50 | 0.50 |" in text
+    fig = gather.figure(results)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["fake.slow_vs_fast"]
+    assert "2 other ratios" in fig.axes[0].get_title()
+
+
+def test_a_single_run_has_no_spread_to_disagree_with(tmp_path, real_result):
+    room(tmp_path, real_result)
+    data = json.loads((tmp_path / "bob" / "bench.json").read_text())
+    data["comparisons"][0].update(speedup=0.5, spread=[0.5, 0.5], repeats=1)  # one wall-clock run per side
+    (tmp_path / "bob" / "bench.json").write_text(json.dumps(data))
+    results, _ = gather.load(tmp_path)
+    assert gather.disagreements(results) == []
+    assert "| fake.slow_vs_fast | 2.00x | 0.50x (1 run) | 1.20x |" in gather.markdown(results)
+
+
+def test_a_kind_the_format_does_not_know_is_refused():
+    from helpers import results
+
+    record = {"id": "fake.x", "speedup": 2.0, "spread": [1.9, 2.1], "kind": "latency"}
+    with pytest.raises(results.ResultError, match=r"comparisons\[0\] \(fake.x\).kind must be one of 'speed-up'"):
+        results.check({"machine": MACHINE, "comparisons": [record]})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        bench.Comparison(id="fake.y", title="t", make_variants=variants, baseline="slow", variant="fast", kind="latency")
+    assert results.kind({"unit": "bytes"}) == "size ratio" and results.kind({}) == "speed-up"
+
+
 def test_gather_command_line(tmp_path, real_result):
     room(tmp_path, real_result)
     done = subprocess.run([sys.executable, "-m", "helpers.bench", "--gather", str(tmp_path)],

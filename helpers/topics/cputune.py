@@ -9,7 +9,6 @@ the wheel's instruction sets are in ``helpers.topics.cpu_report``.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, procs, timing
+from helpers import checks, env, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -181,9 +180,9 @@ def comparison(settings: Mapping[str, Setting], workload: str, repeats: int = 5,
 
 @checks.arguments(max_threads=checks.optional(checks.threads), inter=checks.whole(0, 4096))
 def thread_settings(max_threads: int | None = None, inter: int = 1) -> dict[str, Setting]:
-    """``intra`` = 1, 2, ... up to ``max_threads`` (default: this machine's cores), each with
+    """``intra`` = 1, 2, ... up to ``max_threads`` (default: the CPUs this process may use), each with
     ``inter`` inter-op threads."""
-    cores = whole_number("max_threads", (os.cpu_count() or 1) if max_threads is None else max_threads)
+    cores = whole_number("max_threads", env.usable_cores() if max_threads is None else max_threads)
     return {f"intra {n}, inter {inter}": Setting(intra=n, inter=inter) for n in range(1, cores + 1)}
 
 
@@ -192,7 +191,7 @@ SWEEPS = ("threads", "inter-op threads", "oneDNN", "OpenMP and KMP variables", "
 
 def sweep_settings(kind: str) -> dict[str, Setting]:
     """The settings one named sweep compares (``SWEEPS``); allocators only where installed."""
-    cores = os.cpu_count() or 1
+    cores = env.usable_cores()  # the CPUs this process may use: a pinned run has fewer than the machine
     if kind == "threads":
         return thread_settings(cores)
     if kind == "inter-op threads":
@@ -242,7 +241,7 @@ def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
 
 
 def _threads_variants(workload: str = "matmul", small: bool = False, repeats: int = 5, rounds: int = 2) -> Any:
-    cores = os.cpu_count() or 1
+    cores = env.usable_cores()
     return comparison({"1 thread": Setting(intra=1, inter=1), "all cores": Setting(intra=cores, inter=cores)},
                       workload, repeats, rounds, small)
 
@@ -256,7 +255,7 @@ BENCHMARKS = [
     Comparison(id="cpu.threads_1_vs_all", title="1024x1024 matmul, fresh processes: 1 thread vs every core",
                measure=_threads_variants, baseline="1 thread", variant="all cores",
                quick={"small": True, "repeats": 5, "rounds": 1}, full={"repeats": 10, "rounds": 3},
-               bound=lambda: float(os.cpu_count() or 1)),
+               bound=lambda: float(env.usable_cores())),
     Comparison(id="cpu.onednn_off_vs_on", title="small conv-net training step, fresh processes: oneDNN off vs on",
                measure=_onednn_variants, baseline="oneDNN off", variant="oneDNN on",
                quick={"small": True, "repeats": 5, "rounds": 1}, full={"repeats": 10, "rounds": 3}),
