@@ -116,6 +116,12 @@ def test_stage_table_from_timings():
     assert f"{names[6]}: skipped: no bfloat16 here" in report and "+ batches = iter(make_pipeline(" in report
     assert capstone.capstone_summary(table).startswith("naive -> + batch 128: 4.00x in all")
     assert len(capstone.capstone_figure(table, "t").axes) == 1
+    spread = capstone.stage_table({0: Timing(names[0], (3.0, 4.0, 5.0), items=256), 7: Timing(names[7], (1.0, 1.0, 1.0), items=256)},
+                                  [0, 6, 7], {6: "no bfloat16 here"})
+    ax = capstone.capstone_figure(spread).axes[0]
+    whiskers = [seg for coll in ax.collections for seg in coll.get_segments()]  # the error bars' lines
+    assert sorted(round(seg[1][0] - seg[0][0]) for seg in whiskers) == [0, 0, 16]  # q1-q3 images/s: 57-73 around 64
+    assert [t.get_text() for t in ax.texts][1] == " skipped" and "(" in ax.texts[0].get_text()
     # Two steps of 2x: neither is named the winner alone; one inside the noise is no clear gain.
     assert "the biggest single steps, inside each other's spread: " in capstone.capstone_summary(table)
     noisy = {0: Timing(names[0], (3.0, 4.0, 5.0), items=256), 5: Timing(names[5], (3.0, 3.9, 5.0), items=256)}

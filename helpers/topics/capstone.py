@@ -180,20 +180,34 @@ def report(table: Any) -> str:
     return "\n".join(lines)
 
 
+def _span(text: Any) -> tuple[float | None, float | None]:
+    """``"310-402"`` as (310.0, 402.0); anything else (a skipped stage's NaN) as no span."""
+    try:
+        a, b = str(text).split("-")
+        return float(a), float(b)
+    except ValueError:
+        return None, None
+
+
 def capstone_figure(table: Any, title: str = "") -> Any:
-    """Images per second per stage, with the cumulative speed-up at the end of each bar."""
+    """Images per second per stage, whiskers from the quartile epochs, with the cumulative speed-up
+    and its quartile range at the end of each bar."""
     from matplotlib.figure import Figure
 
-    speeds = table["images/s"].fillna(0) if "images/s" in table else [0] * len(table)
+    speeds = list(table["images/s"].fillna(0)) if "images/s" in table else [0] * len(table)
+    spans = [_span(row.get("q1-q3 images/s")) for _, row in table.iterrows()]
+    low = [max(0.0, v - a) if a is not None else 0.0 for v, (a, _) in zip(speeds, spans, strict=True)]
+    high = [max(0.0, b - v) if b is not None else 0.0 for v, (_, b) in zip(speeds, spans, strict=True)]
     fig = Figure(figsize=(9, 0.45 * len(table) + 1.4), layout="constrained")
     ax = fig.subplots()
-    ax.barh(list(table.index), speeds, color="tab:green")
+    ax.barh(list(table.index), speeds, color="tab:green", xerr=[low, high], capsize=3)
     for i, (speed, (_, row)) in enumerate(zip(speeds, table.iterrows(), strict=True)):
-        label = f" {row['cumulative']:.2f}x" if speed else " skipped"
-        ax.text(speed, i, label, va="center", fontsize=9)
+        label = f" {row['cumulative']:.2f}x ({row.get('cumulative q1-q3', '')})" if speed else " skipped"
+        ax.text(speed + high[i], i, label, va="center", fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlabel("training images per second (median epoch)")
-    ax.set_xlim(0, max(speeds) * 1.18 or 1)
+    ax.set_xlabel("training images per second, median epoch (whiskers: quartile epochs)\n"
+                  "at each bar: the cumulative speed-up over the first stage (its quartile range)")
+    ax.set_xlim(0, max(v + h for v, h in zip(speeds, high, strict=True)) * 1.3 or 1)
     if title:
         ax.set_title(title)
     return fig
