@@ -126,6 +126,11 @@ def test_stage_table_from_timings():
     assert "the biggest single steps, inside each other's spread: " in capstone.capstone_summary(table)
     noisy = {0: Timing(names[0], (3.0, 4.0, 5.0), items=256), 5: Timing(names[5], (3.0, 3.9, 5.0), items=256)}
     assert "no single step gained clearly" in capstone.capstone_summary(capstone.stage_table(noisy, [0, 5], {}))
+    # A step whose spread runs from below 1x to above the biggest gain is not named beside it.
+    wide = {0: Timing(names[0], (4.0, 4.0, 4.0), items=256), 5: Timing(names[5], (2.0, 2.0, 2.0), items=256),
+            7: Timing(names[7], (0.3, 0.5, 1.9, 2.5, 2.6), items=256)}
+    line = capstone.capstone_summary(capstone.stage_table(wide, [0, 5, 7], {}))
+    assert f"the biggest single step: {names[5]} (2.00x" in line and names[7] not in line.split(";")[1]
     clear = {0: Timing(names[0], (4.0, 4.0, 4.0), items=256), 5: Timing(names[5], (2.0, 2.0, 2.0), items=256),
              7: Timing(names[7], (1.9, 1.9, 1.9), items=256)}
     assert f"the biggest single step: {names[5]} (2.00x" in capstone.capstone_summary(capstone.stage_table(clear, [0, 5, 7], {}))

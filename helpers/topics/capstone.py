@@ -214,8 +214,9 @@ def capstone_figure(table: Any, title: str = "") -> Any:
 
 
 def capstone_summary(table: Any) -> str:
-    """The cumulative speed-up, and the stage that gained most: every stage whose gain's IQR
-    reaches the biggest one's is named with it, since a lead inside the spread is not a win."""
+    """The cumulative speed-up, and the stage that gained most: every stage that clearly gained
+    (its gain's IQR above 1x) and whose IQR reaches the biggest one's is named with it, since a
+    lead inside the spread is not a win."""
     ran = table.dropna(subset=["images/s"])
     head = f"{ran.index[0]} -> {ran.index[-1]}: {ran['cumulative'].iloc[-1]:.2f}x in all (IQR {ran['cumulative q1-q3'].iloc[-1]})"
     steps = ran[ran["gain"].notna()]
@@ -225,7 +226,8 @@ def capstone_summary(table: Any) -> str:
     best = steps["gain"].idxmax()
     if iqr[best][0] <= 1.0:
         return f"{head}; no single step gained clearly (the largest, {best}, {steps.loc[best, 'gain']:.2f}x, IQR {steps.loc[best, 'gain q1-q3']})"
-    tied = [name for name in steps.index if name != best and iqr[name][1] >= iqr[best][0]]
+    tied = [name for name in steps.index  # a step whose spread reaches below 1x may not have gained at all
+            if name != best and iqr[name][1] >= iqr[best][0] and iqr[name][0] > 1.0]
     named = ", ".join(f"{name} ({steps.loc[name, 'gain']:.2f}x, IQR {steps.loc[name, 'gain q1-q3']})" for name in [best, *tied])
     return f"{head}; " + (f"the biggest single step: {named}" if not tied else
                           f"the biggest single steps, inside each other's spread: {named}")
