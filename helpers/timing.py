@@ -266,3 +266,13 @@ def _ratio(a: float, b: float) -> float:
     if b > 0:
         return a / b
     return math.nan if a == 0 else math.inf
+
+
+def span(text: Any) -> tuple[float, float] | tuple[None, None]:
+    """A table's ``"low-high"`` cell (``"1.56-1.91"``, ``"310-402"``) as two numbers; anything
+    else (an empty cell, a skipped row's NaN) as ``(None, None)``."""
+    try:
+        low, high = str(text).split("-")
+        return float(low), float(high)
+    except ValueError:
+        return None, None

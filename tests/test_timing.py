@@ -198,3 +198,9 @@ def test_rotated_shifts_one_place_per_round():
     assert [timing.rotated(["a", "b", "c"], r) for r in range(4)] == [
         ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
     assert timing.rotated([], 3) == []
+
+
+def test_span_reads_a_tables_low_high_cell():
+    assert timing.span("1.56-1.91") == (1.56, 1.91) and timing.span("310-402") == (310.0, 402.0)
+    for cell in ("", float("nan"), None, "1.5", "a-b", "1-2-3"):
+        assert timing.span(cell) == (None, None), cell

@@ -180,22 +180,13 @@ def report(table: Any) -> str:
     return "\n".join(lines)
 
 
-def _span(text: Any) -> tuple[float | None, float | None]:
-    """``"310-402"`` as (310.0, 402.0); anything else (a skipped stage's NaN) as no span."""
-    try:
-        a, b = str(text).split("-")
-        return float(a), float(b)
-    except ValueError:
-        return None, None
-
-
 def capstone_figure(table: Any, title: str = "") -> Any:
     """Images per second per stage, whiskers from the quartile epochs, with the cumulative speed-up
     and its quartile range at the end of each bar."""
     from matplotlib.figure import Figure
 
     speeds = list(table["images/s"].fillna(0)) if "images/s" in table else [0] * len(table)
-    spans = [_span(row.get("q1-q3 images/s")) for _, row in table.iterrows()]
+    spans = [timing.span(row.get("q1-q3 images/s")) for _, row in table.iterrows()]
     low = [max(0.0, v - a) if a is not None else 0.0 for v, (a, _) in zip(speeds, spans, strict=True)]
     high = [max(0.0, b - v) if b is not None else 0.0 for v, (_, b) in zip(speeds, spans, strict=True)]
     fig = Figure(figsize=(9, 0.45 * len(table) + 1.4), layout="constrained")
@@ -222,7 +213,7 @@ def capstone_summary(table: Any) -> str:
     steps = ran[ran["gain"].notna()]
     if steps.empty:
         return head
-    iqr = {name: tuple(float(v) for v in row["gain q1-q3"].split("-")) for name, row in steps.iterrows()}
+    iqr = {name: timing.span(row["gain q1-q3"]) for name, row in steps.iterrows()}
     best = steps["gain"].idxmax()
     if iqr[best][0] <= 1.0:
         return f"{head}; no single step gained clearly (the largest, {best}, {steps.loc[best, 'gain']:.2f}x, IQR {steps.loc[best, 'gain q1-q3']})"

@@ -85,7 +85,7 @@ def summary(frame: Any, second: Any = None) -> str:
         c = frame.loc[COMBINED]
         gains = [frame.at[n, "gain"] for n in won] + ([] if second is None else [second.at[n, "gain"] for n in faster(second)])
         product = math.prod(gains)
-        low, high = (float(x) for x in c["gain q1-q3"].split("-"))
+        low, high = timing.span(c["gain q1-q3"])
         inside = "inside" if low <= product <= high else "outside"
         parts.append(f"All of them together: {c['gain']:.2f}x (quartiles {c['gain q1-q3']}); the product of their gains "
                      f"measured {'one at a time' if second is None else 'alone and on top'} is {product:.2f}x, {inside} "
@@ -128,7 +128,7 @@ def bench_result(frame: Any, outcomes: Mapping[str, Outcome], job: str, machine:
     for name, r in frame.iterrows():
         if r["gain"] is None or r["gain"] != r["gain"] or name == BASELINE:
             continue
-        low, high = (float(x) for x in r["gain q1-q3"].split("-"))
+        low, high = timing.span(r["gain q1-q3"])
         records.append({"id": f"tune.{slug}.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_')}"[:120],
                         "speedup": float(r["gain"]), "spread": [low, high], "baseline": BASELINE, "variant": name,
                         "repeats": len(outcomes[name].seconds) if name in outcomes else 1,
@@ -164,7 +164,7 @@ def figure(frame: Any, title: str = "") -> Any:
     fig, ax = plt.subplots(figsize=(7, 0.45 * max(3, len(measured)) + 1))
     names = list(measured.index)[::-1]
     gains = [float(measured.at[n, "gain"]) for n in names]
-    spans = [tuple(float(x) for x in measured.at[n, "gain q1-q3"].split("-")) for n in names]
+    spans = [timing.span(measured.at[n, "gain q1-q3"]) for n in names]
     colors = ["tab:green" if measured.at[n, "verdict"] == "faster" else
               "tab:red" if measured.at[n, "verdict"] in ("slower", "trains differently") else "tab:gray" for n in names]
     ax.barh(names, gains, color=colors,

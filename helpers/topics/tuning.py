@@ -247,7 +247,7 @@ def against_hand_tuned(frame: Any, hand: Any) -> str:
     mine, theirs = float(frame.at[COMBINED, "gain"]), float(rows["cumulative"].iloc[-1])
     fast, slow = float(frame.at[COMBINED, "examples/s"]), float(frame.at[BASELINE, "examples/s"])
     tuned, naive = float(rows["images/s"].iloc[-1]), float(rows["images/s"].iloc[0])
-    spans = [tuple(float(x) for x in str(q).split("-")) for q in (frame.at[COMBINED, "gain q1-q3"], rows["cumulative q1-q3"].iloc[-1])]
+    spans = [timing.span(q) for q in (frame.at[COMBINED, "gain q1-q3"], rows["cumulative q1-q3"].iloc[-1])]
     (lo_mine, hi_mine), (lo_theirs, hi_theirs) = spans
     if lo_mine <= hi_theirs and lo_theirs <= hi_mine:
         reading = (f"the quartile ranges overlap, so this run does not tell the two apart (the tuner's median is "
