@@ -139,8 +139,7 @@ def _finish(child: subprocess.Popen[str], token: str, before: set[int], inodes: 
     """End the child's group and every process it left (marked, or holding its pipes), reap
     them; return their descriptions and whether any held the pipes."""
     holding = reaper.holders(inodes) if child.stdout is not None and not child.stdout.closed else []
-    found = {p.pid: p for p in [*reaper.marked(token, exclude={child.pid}), *holding,
-                                *reaper.orphans(before, exclude={child.pid})] if p.pid != child.pid}
+    found = {p.pid: p for p in [*reaper.left_behind(token, before, exclude={child.pid}), *holding]}
     shown = [reaper.describe(p) for p in found.values()]
     reaper.end(found.values(), [child])
     reaper.reap_orphans(before, exclude={child.pid})

@@ -73,20 +73,27 @@ def marked(token: str, exclude: Iterable[int] = ()) -> list[psutil.Process]:
     return found
 
 
-def orphans(before: set[int], exclude: Iterable[int] = ()) -> list[psutil.Process]:
-    """Live processes re-parented to this subreaper since ``before`` that carry no mark at all: a
-    descendant that cleared the mark from its environment and left its session (``env -u ... setsid``).
-    A child another run started carries that run's own mark and is left alone."""
-    if not become_subreaper():
-        return []
-    skip = before | set(exclude) | {os.getpid()}
-    found = []
+def left_behind(token: str, before: set[int], exclude: Iterable[int] = ()) -> list[psutil.Process]:
+    """What a run left running: live processes whose environment carries ``token``, and, with
+    the subreaper on, orphans re-parented here since ``before`` that carry no mark at all (a
+    descendant that cleared the mark and left its session: ``env -u ... setsid``). A child
+    another run started carries that run's own mark and is left alone. Each environment is
+    read once: a process caught inside ``execve`` shows an empty one for an instant, and read
+    twice it could pass as neither marked nor orphaned (the likely cause of one CI failure)."""
+    skip = {os.getpid(), *exclude}
+    subreaper, found = become_subreaper(), []
+    direct = set()
     with contextlib.suppress(psutil.Error):
-        for process in psutil.Process().children():
-            with contextlib.suppress(psutil.Error):
-                if process.pid not in skip and process.status() != psutil.STATUS_ZOMBIE \
-                        and MARK not in process.environ():
-                    found.append(process)
+        direct = {p.pid for p in psutil.Process().children()} if subreaper else set()
+    for process in _candidates():
+        if process.pid in skip:
+            continue
+        with contextlib.suppress(psutil.Error):
+            mark = process.environ().get(MARK)
+            if token in (mark or "").split(":") or (
+                    mark is None and process.pid in direct and process.pid not in before
+                    and process.status() != psutil.STATUS_ZOMBIE):
+                found.append(process)
     return found
 
 

@@ -101,6 +101,32 @@ def test_interrupt_while_waiting_stops_the_child(no_orphans, monkeypatch):
         procs.run(py("import time; time.sleep(600)"), timeout=600)
 
 
+def test_a_process_caught_inside_execve_is_still_found(no_orphans, monkeypatch, tmp_path):
+    """Inside ``execve`` a process's environment reads empty for an instant. The CI run of
+    2026-11-26 let a setsid grandchild go unreported, most likely this way: its environment
+    was read twice (empty for the mark, full for the orphan test). Here every first read is
+    empty."""
+    real, seen = psutil.Process.environ, set()
+
+    def first_read_empty(self):
+        if self.pid not in seen:
+            seen.add(self.pid)
+            return {}
+        return real(self)
+
+    monkeypatch.setattr(psutil.Process, "environ", first_read_empty)
+    started = tmp_path / "started"
+    code = f"""
+        import subprocess, sys, time
+        subprocess.Popen(["setsid", sys.executable, "-c", "import time; time.sleep(300)"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        open({str(started)!r}, "w").close()
+    """
+    with pytest.raises(procs.ChildError, match="exited with 0 but left 1 background process"):
+        procs.run(py(code), timeout=60)
+    assert started.exists()
+
+
 def test_bad_arguments():
     with pytest.raises(TypeError, match="no shell"):
         procs.run("python -c 'print(1)'")
