@@ -196,6 +196,7 @@ def compare(
     max_repeats: int = 1_000,
     items: int | None = None,
     on_progress: ProgressFn | None = None,
+    before_each: Callable[[str], Any] | None = None,
 ) -> Any:
     """Time each variant on the same ``args``, interleaved round by round; return a table.
 
@@ -206,12 +207,16 @@ def compare(
     ``speedup`` (baseline median / variant median; above 1 means faster than the baseline)
     with ``speedup_low``/``speedup_high`` from the quartiles, and ``items_per_s`` when
     ``items`` is given. ``table.attrs`` keeps ``baseline`` and the raw ``timings``.
-    ``on_progress(done, total)`` is called after each round.
+    ``on_progress(done, total)`` is called after each round; ``before_each(name)``, if given,
+    before each timed call of a variant, outside the clock (to drop files from the page cache,
+    say, so that every timed read is a cold one).
     """
     if not isinstance(variants, Mapping) or not variants:
         raise ValueError(f"variants must be a non-empty dict of name -> callable, got {variants!r}")
     for name, fn in variants.items():
         _check_callable(name, fn)
+    if before_each is not None and not callable(before_each):
+        raise TypeError(f"before_each must be callable or None, got {type(before_each).__name__}: {before_each!r}")
     _check_counts(warmup, repeats, min_time, items, max_repeats)
     names = list(variants)
     baseline = names[0] if baseline is None else baseline
@@ -228,6 +233,8 @@ def compare(
     while done < repeats or (sum(map(sum, seconds.values())) < min_time and done < max_repeats):
         # Rotate the order each round so no variant always runs first (warm caches, turbo).
         for name in rotated(names, done):
+            if before_each is not None:
+                before_each(name)
             start = time.perf_counter()
             force(variants[name](*args))
             seconds[name].append(time.perf_counter() - start)

@@ -40,13 +40,11 @@ def figure(table: Any, title: str = "", unit: str = "ms") -> Any:
     if "items_per_s" in table.columns:
         items = table["items_per_s"] * table["median_s"]
         values = table["items_per_s"]
-        low = values - items / table["q3_s"]
-        high = items / table["q1_s"] - values
+        low, high = values - items / table["q3_s"], items / table["q1_s"] - values
         ax.set_xlabel("items per second (median; whiskers: interquartile range)")
     else:
         values = table["median_s"] * scale[unit]
-        low = values - table["q1_s"] * scale[unit]
-        high = table["q3_s"] * scale[unit] - values
+        low, high = values - table["q1_s"] * scale[unit], table["q3_s"] * scale[unit] - values
         ax.set_xlabel(f"time per call, {unit} (median; whiskers: interquartile range)")
     baseline = table.attrs.get("baseline", names[0])
     colors = ["#9e9e9e" if name == baseline else "#1f77b4" for name in names]
@@ -96,6 +94,8 @@ def display_table(table: Any) -> Any:
     shown = shown.drop(columns=["speedup_low", "speedup_high"])
     if "items_per_s" in shown.columns:
         shown["items_per_s"] = table["items_per_s"].map(lambda v: f"{v:,.0f}")
+    if "MB_per_s" in shown.columns:
+        shown["MB_per_s"] = table["MB_per_s"].map(lambda v: f"{v:,.1f}")
     return shown
 
 
@@ -197,7 +197,8 @@ class RunWidget:
 class ComparisonWidget(RunWidget):
     """Rerun a timing comparison live: ``make_variants(**params)`` builds the dict of variants
     from the control values; the result is a chart of medians with spread, the table and the
-    verdict. ``items(**params)``, when given, turns times into throughput."""
+    verdict. ``items(**params)``, when given, turns times into throughput; ``before_each(**params)``,
+    when given, returns ``timing.compare``'s ``before_each`` hook for that run (or None)."""
 
     def __init__(
         self,
@@ -210,6 +211,7 @@ class ComparisonWidget(RunWidget):
         warmup: int = 1,
         items: Callable[..., int] | None = None,
         unit: str = "ms",
+        before_each: Callable[..., Callable[[str], Any] | None] | None = None,
     ) -> None:
         import ipywidgets as W
 
@@ -218,11 +220,13 @@ class ComparisonWidget(RunWidget):
         whole_number("repeats", repeats, 1, "", 10_000), whole_number("warmup", warmup, 0, "", 10_000)
         if unit not in UNITS:  # refused now, not after Run has timed everything
             raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
+        if before_each is not None and not callable(before_each):
+            raise TypeError(f"before_each must be callable or None, got {before_each!r}")
         if baseline is not None and not isinstance(baseline, str):
             raise TypeError(f"baseline must be the name of a variant (text) or None, got {baseline!r}")
         super().__init__(controls, title=title)
-        self.make_variants, self.baseline, self.warmup, self.items, self.unit = (
-            make_variants, baseline, warmup, items, unit,
+        self.make_variants, self.baseline, self.warmup, self.items, self.unit, self.before_each = (
+            make_variants, baseline, warmup, items, unit, before_each,
         )
         self.repeats = W.IntSlider(value=repeats, min=1, max=max(50, repeats), description="repeats")
 
@@ -240,6 +244,7 @@ class ComparisonWidget(RunWidget):
             repeats=self.repeats.value,
             items=self.items(**params) if self.items else None,
             on_progress=on_progress,
+            before_each=self.before_each(**params) if self.before_each else None,
         )
 
     def render(self, result: Any, title: str) -> tuple[list[Any], str]:

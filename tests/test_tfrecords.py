@@ -186,6 +186,79 @@ def test_widget_variants_pair_png_files_with_the_chosen_reader(tmp_path):
         shard_reading.files_vs_reader("PNG files", n=32, workdir=tmp_path)
 
 
+def test_png_records_decode_to_the_same_pixels_and_refuse_a_batched_parse(tmp_path):
+    images, labels = cifar.synthetic_images(40, seed=5)
+    inputs = shard_reading.reader_inputs(tmp_path, images, labels, cifar.CLASSES)
+    read = list(lesson.read_shards(inputs["one_png"], batched_parse=False, encoding="png", batch=40))
+    np.testing.assert_array_equal(read[0][0].numpy(), images)
+    np.testing.assert_array_equal(read[0][1].numpy(), labels)
+    with pytest.raises(ValueError, match="decoded one at a time: pass batched_parse=False"):
+        lesson.read_shards(inputs["one_png"], encoding="png")
+
+
+def page_cached(path):
+    """How many of the file's pages sit in the page cache (Linux mincore on a private map of it)."""
+    import ctypes
+    import mmap
+
+    size = os.path.getsize(path)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    vec = (ctypes.c_ubyte * -(-size // mmap.PAGESIZE))()
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY) as mapped:
+        view = ctypes.c_char.from_buffer(mapped)
+        status = libc.mincore(ctypes.addressof(view), size, vec)
+        del view  # the map cannot close while a pointer into it exists
+    assert status == 0, os.strerror(ctypes.get_errno())
+    return sum(v & 1 for v in vec)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="os.posix_fadvise is Linux's")
+def test_drop_from_page_cache_empties_the_cache_and_the_widget_hook_uses_it(tmp_path):
+    path = shard_reading.random_file(tmp_path / "probe.bin", 4 * 2**20)
+    path.read_bytes()  # now cached
+    assert page_cached(path) > 0
+    lesson.drop_from_page_cache([str(path)])
+    assert page_cached(path) == 0
+    assert lesson.cold_read_mb_per_s(str(path)) > 0
+    assert shard_reading.random_file(path, 4 * 2**20).stat().st_mtime_ns == path.stat().st_mtime_ns  # kept
+    assert shard_reading.drop_before_each("1 shard, batched parse", 8, tmp_path, "warm") is None
+    hook = shard_reading.drop_before_each("1 shard, batched parse", 8, tmp_path, "cold")
+    one = tmp_path / "readers-8" / "one"
+    shard = next(one.glob("*.tfrecord"))
+    shard.read_bytes()
+    assert page_cached(shard) > 0
+    hook("1 shard, batched parse")
+    assert page_cached(shard) == 0
+    hook("in memory, cached")  # reads no file: nothing to drop
+
+
+def test_disk_and_cold_summaries_read_the_numbers():
+    import pandas as pd
+
+    assert "in the range of a SATA SSD" in shard_reading.disk_summary([520.0, 540.0, 530.0], 2**28)
+    assert "below the typical figures" in shard_reading.disk_summary([40.0], 2**28)
+    assert "between the typical figures" in shard_reading.disk_summary([1_200.0], 2**28)
+
+    def table(files, png_shard, raw_shard):
+        from helpers import timing
+
+        runs = {"PNG files": files, "1 shard, PNG records": png_shard, "1 shard, batched parse": raw_shard}
+        return timing.comparison_table({k: timing.Timing(k, (v * 0.95, v, v * 1.05)) for k, v in runs.items()},
+                                       "PNG files")
+
+    warm, cold = table(0.9, 0.75, 0.19), table(1.4, 0.8, 0.19)
+    sizes = {"PNG files": 25_000_000, "1 shard, PNG records": 26_000_000, "1 shard, batched parse": 31_000_000}
+    text = shard_reading.cold_summary(warm, cold, sizes, [150.0])
+    assert "The file count's gap grew when the files came from the disk (quartile ratios 1.66-1.84x cold, 1.14-1.26x warm)." in text
+    assert "1 shard, batched parse: 163.2 MB/s cold, 109% of the disk's 150 MB/s" in text and "likely I/O-bound" in text
+    assert "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; far below" in text
+    same = shard_reading.cold_summary(warm, warm, sizes, [1_000.0])
+    assert "shows no clear change between cold and warm reads (quartile ratios 1.14-1.26x cold" in same
+    assert "shrank when" in shard_reading.cold_summary(cold, warm, sizes, [150.0])
+    assert isinstance(warm, pd.DataFrame)
+
+
 def test_make_example_refuses_an_unknown_encoding(data):
     with pytest.raises(ValueError, match="encoding must be"):
         lesson.make_example(data[0][0], data[1][0], "jpeg2000")

@@ -139,6 +139,28 @@ def test_compare_interleaves_and_rotates(clock):
     assert int(table.loc["fast", "repeats"]) == 3
 
 
+def test_before_each_runs_before_every_timed_call_outside_the_clock(clock):
+    events = []
+
+    def drop(name):
+        events.append(("drop", name))
+        clock.now += 5.0  # slow set-up work must not count
+
+    def variant(name):
+        def fn():
+            events.append(("run", name))
+            clock.now += 0.1
+        return fn
+
+    table = timing.compare({"a": variant("a"), "b": variant("b")}, warmup=1, repeats=2, before_each=drop)
+    assert events == [("run", "a"), ("run", "b"),  # the warm-up round: no set-up
+                      ("drop", "a"), ("run", "a"), ("drop", "b"), ("run", "b"),
+                      ("drop", "b"), ("run", "b"), ("drop", "a"), ("run", "a")]
+    assert table.loc["a", "median_s"] == pytest.approx(0.1)
+    with pytest.raises(TypeError, match="before_each must be callable or None"):
+        timing.compare({"a": variant("a")}, before_each="drop the cache")
+
+
 def test_compare_passes_the_same_args_to_every_variant(clock):
     seen = []
     data = object()

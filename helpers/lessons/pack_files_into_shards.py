@@ -79,25 +79,33 @@ def read_files(paths, classes, batch=256):
     return tf.data.Dataset.from_tensor_slices(list(paths)).map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(batch)
 
 
-@checks.arguments(batched_parse=checks.flag, gzip=checks.flag, batch=checks.whole(1, 65_536))
-def read_shards(paths, batched_parse=True, gzip=False, batch=256):
-    """TFRecord shards read in parallel; one parse_example per batch, or one parse per record."""
+@checks.arguments(batch=checks.whole(1, 65_536))
+def read_memory(images, labels, batch=256):
+    """Under 1 GB: the arrays themselves, batched and cached in memory."""
+    return tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch).cache()
+
+
+@checks.arguments(batched_parse=checks.flag, gzip=checks.flag, encoding=checks.one_of("raw", "png", "jpeg"),
+                  batch=checks.whole(1, 65_536))
+def read_shards(paths, batched_parse=True, gzip=False, encoding="raw", batch=256):
+    """TFRecord shards read in parallel. Raw records: one parse_example per batch, or one parse per
+    record. PNG or JPEG records: parsed and decoded one at a time (decode_png takes one image)."""
     if isinstance(paths, str | bytes | os.PathLike) or not paths:  # one string would be read as many one-letter paths
         raise TypeError(f"paths must be a non-empty list of shard paths, got {paths!r}; for one shard write [path]")
+    if encoding != "raw" and batched_parse:
+        raise ValueError(f"{encoding} records are decoded one at a time: pass batched_parse=False")
     records = tf.data.Dataset.from_tensor_slices(list(paths)).interleave(
         lambda path: tf.data.TFRecordDataset(path, compression_type="GZIP" if gzip else ""),
         cycle_length=len(paths), num_parallel_calls=tf.data.AUTOTUNE)
     if batched_parse:
         return records.batch(batch).map(lambda r: decode_batch(tf.io.parse_example(r, PARSE_SPEC)),
                                         num_parallel_calls=tf.data.AUTOTUNE)
-    return (records.map(lambda r: tf.io.parse_single_example(r, PARSE_SPEC), num_parallel_calls=tf.data.AUTOTUNE)
-            .batch(batch).map(decode_batch))
 
+    def parse_one(record):
+        parsed = tf.io.parse_single_example(record, PARSE_SPEC)
+        return decode_image(parsed["image"], parsed["shape"], encoding), parsed["label"]
 
-@checks.arguments(batch=checks.whole(1, 65_536))
-def read_memory(images, labels, batch=256):
-    """Under 1 GB: the arrays themselves, batched and cached in memory."""
-    return tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch).cache()
+    return records.map(parse_one, num_parallel_calls=tf.data.AUTOTUNE).batch(batch)
 
 
 def count_images(dataset):
@@ -106,16 +114,41 @@ def count_images(dataset):
 
 
 def reader_variants(inputs, images, labels, classes):
-    """The six readers timed in notebook 06, over the same images: each call reads them all once."""
+    """The seven readers timed in notebook 06, over the same images: each call reads them all once."""
     memory = read_memory(images, labels)
     return {
         "PNG files": lambda: count_images(read_files(inputs["files"], classes)),
+        "1 shard, PNG records": lambda: count_images(read_shards(inputs["one_png"], batched_parse=False, encoding="png")),
         "1 shard, per-example parse": lambda: count_images(read_shards(inputs["one"], batched_parse=False)),
         "1 shard, batched parse": lambda: count_images(read_shards(inputs["one"])),
         "4 shards, batched parse": lambda: count_images(read_shards(inputs["four"])),
         "4 GZIP shards, batched parse": lambda: count_images(read_shards(inputs["gzip"], gzip=True)),
         "in memory, cached": lambda: count_images(memory),
     }
+
+
+import time
+
+
+def drop_from_page_cache(paths):
+    """Ask Linux to forget each file's cached pages, so that the next read comes from the disk."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)  # dirty pages cannot be dropped: write them first
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def cold_read_mb_per_s(path, block=2**20):
+    """Read one file from start to end in 1 MiB blocks with a cold cache; return MB/s."""
+    drop_from_page_cache([path])
+    start = time.perf_counter()
+    with open(path, "rb", buffering=0) as handle:
+        while handle.read(block):
+            pass
+    return os.path.getsize(path) / (time.perf_counter() - start) / 1e6
 
 
 import codecs
