@@ -58,7 +58,8 @@ TAUGHT: dict[str, list[str]] = {
         "tf.io.parse_single_example(", "tf.data.TFRecordDataset(", ".interleave(", "tf.io.decode_raw(",
         "tf.io.decode_png(", "tf.io.read_file(", ".cache()", "tf.io.gfile.glob(", "tf.io.gfile.exists(",
         "tf.compat.v1.python_io.TFRecordWriter(", "tf.compat.v1.gfile.Glob(", 'ArraysOnly(handle, encoding="bytes").load()',
-        "def find_class(self, module, name):",
+        "def find_class(self, module, name):", "os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)", "os.fdatasync(",
+        'encoding="png"', "before_each=",
     ],
     "07_tune_input_pipeline.ipynb": [
         "tf.data.TFRecordDataset(", "tf.io.parse_single_example(", "tf.io.parse_example(", "tf.io.decode_jpeg(",
@@ -66,6 +67,8 @@ TAUGHT: dict[str, list[str]] = {
         ".prefetch(AUTOTUNE)", ".shuffle(", ".repeat(", "tf.data.Options()", "options.deterministic = False",
         "options.autotune.ram_budget", "options.threading.private_threadpool_size", ".with_options(options)",
         ".snapshot(", ".save(", "tf.data.Dataset.load(", "tf.compat.v1.data.make_one_shot_iterator(",
+        "tf.GradientTape()", "keras.Sequential(", "def data_only():", "def compute_only():", "def end_to_end():",
+        "1 / (1 / data + 1 / compute)", "data < compute", "model.fit(prefetched(shards)",
     ],
     "08_fuse_ops_and_pick_layouts.ipynb": [
         "tf.compat.v1.nn.fused_batch_norm(", "tf.raw_ops.FusedBatchNormV3(", "tf.nn.moments(",

@@ -156,7 +156,8 @@ def test_check_reordered_judges_the_same_with_a_global_seed(shards):
 
 
 def test_throughputs_table_and_verdict(shards):
-    table = pipelines.throughputs(pipelines.build(shards, pipelines.Options(parallel=True)), 96, repeats=1)
+    runs = lesson.training_runs(pipelines.build(shards, pipelines.Options(parallel=True)), 96)
+    table = pipelines.throughputs(runs, 96, repeats=1)
     assert list(table.index) == ["data only", "compute only", "end to end"]
     assert (table["images_per_s"] > 0).all()
     assert 0 <= table.loc["end to end", "cpu_mean"] <= 100
@@ -175,9 +176,25 @@ def test_read_epoch_and_cache_placements(shards):
 
 
 def test_training_runs_force_their_work(shards):
-    runs = pipelines.training_runs(pipelines.build(shards, pipelines.Options(parallel=True)), 96)
+    runs = lesson.training_runs(pipelines.build(shards, pipelines.Options(parallel=True)), 96)
     assert list(runs) == ["data only", "compute only", "end to end"]
     assert runs["data only"]() == 96
     for name in ("compute only", "end to end"):
         loss = runs[name]()
         assert hasattr(loss, "numpy") and float(loss) > 0  # a tensor: timing.force waits for it
+    assert lesson.shared_core_limit(1000.0, 1000.0) == 500.0  # each image: produce it, then train on it
+    with pytest.raises(TypeError, match="runs must be training_runs"):
+        pipelines.throughputs(pipelines.build(shards, pipelines.Options()), 96)
+
+
+def test_bound_verdict_reads_the_three_throughputs():
+    import pandas as pd
+
+    def table(data, compute, e2e):
+        return pd.DataFrame({"images_per_s": [data, compute, e2e], "cpu_mean": [None, None, 90.0]},
+                            index=["data only", "compute only", "end to end"])
+
+    fed = pipelines.bound_verdict(table(3000, 1000, 700))
+    assert fed.startswith("Not input-bound") and "70% of the compute-only bound; CPU 90% busy" in fed
+    assert "the most to expect is 75% of the bound" in fed  # 1 / (1/3000 + 1/1000) = 750 of 1000
+    assert pipelines.bound_verdict(table(500, 1000, 400)).startswith("Input-bound: the pipeline alone gives 500 img/s")

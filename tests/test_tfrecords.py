@@ -237,8 +237,9 @@ def test_disk_and_cold_summaries_read_the_numbers():
     import pandas as pd
 
     assert "in the range of a SATA SSD" in shard_reading.disk_summary([520.0, 540.0, 530.0], 2**28)
-    assert "below the typical figures" in shard_reading.disk_summary([40.0], 2**28)
-    assert "between the typical figures" in shard_reading.disk_summary([1_200.0], 2**28)
+    assert "slower than a hard disk typically reads" in shard_reading.disk_summary([40.0], 2**28)
+    assert "between a SATA SSD and an NVMe SSD by their typical figures" in shard_reading.disk_summary([1_200.0], 2**28)
+    assert "faster than an NVMe SSD typically reads" in shard_reading.disk_summary([9_000.0], 2**28)
 
     def table(files, png_shard, raw_shard):
         from helpers import timing
@@ -255,6 +256,7 @@ def test_disk_and_cold_summaries_read_the_numbers():
     assert "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; far below" in text
     same = shard_reading.cold_summary(warm, warm, sizes, [1_000.0])
     assert "shows no clear change between cold and warm reads (quartile ratios 1.14-1.26x cold" in same
+    assert "the ranges overlap, so rerun with more repeats before drawing a conclusion" in same
     assert "shrank when" in shard_reading.cold_summary(cold, warm, sizes, [150.0])
     assert isinstance(warm, pd.DataFrame)
 

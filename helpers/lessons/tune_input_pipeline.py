@@ -71,6 +71,69 @@ def generator_pipeline(paths, batch=64):
     return tf.data.Dataset.from_generator(lambda: python_batches(paths, batch), output_signature=signature)
 
 
+import keras
+
+
+def make_model(seed=0):
+    """A small Keras CNN for 56x56x3 images and 10 classes."""
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([
+        keras.Input((CROP, CROP, 3)),
+        keras.layers.Conv2D(16, 3, activation="relu"), keras.layers.MaxPooling2D(),
+        keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.MaxPooling2D(),
+        keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10),
+    ])
+
+
+def make_train_step(model, learning_rate=0.01):
+    """One compiled training step for `model`: step(images, labels) -> loss."""
+    optimizer = keras.optimizers.SGD(learning_rate)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(images, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(images, training=True))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+
+    return step
+
+
+from helpers import checks
+
+
+@checks.arguments(n_images=checks.whole(1, 10**7), batch=checks.whole(1, 65_536))
+def training_runs(dataset, n_images, batch=64):
+    """One epoch three ways on the same model: the pipeline alone, the step on one batch kept in
+    memory (the compute-only bound), and training fed by the pipeline. Each returns what to force."""
+    step = make_train_step(make_model())
+    x0 = tf.random.stateless_uniform([batch, CROP, CROP, 3], seed=(1, 2), minval=-1.0)
+    y0 = tf.zeros([batch], tf.int64)
+
+    def data_only():
+        return sum(int(images.shape[0]) for images, _ in dataset)
+
+    def compute_only():
+        loss = None
+        for _ in range(-(-n_images // batch)):  # as many steps as the epoch has batches
+            loss = step(x0, y0)
+        return loss
+
+    def end_to_end():
+        loss = None
+        for images, labels in dataset:
+            loss = step(images, labels)
+        return loss
+
+    return {"data only": data_only, "compute only": compute_only, "end to end": end_to_end}
+
+
+def shared_core_limit(data, compute):
+    """The most images/s end to end can reach when the pipeline and the model share the cores."""
+    return 1 / (1 / data + 1 / compute)
+
+
 from helpers import checks
 
 

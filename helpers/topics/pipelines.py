@@ -84,80 +84,16 @@ def read_epoch(dataset: Any) -> int:
     return sum(int(images.shape[0]) for images, _ in dataset)
 
 
-@checks.arguments(seed=checks.seed)
-def make_model(seed: int = 0) -> Any:
-    """A small Keras CNN for 56x56x3 images and 10 classes."""
-    import keras
-
-    keras.utils.set_random_seed(seed)
-    return keras.Sequential([
-        keras.Input((CROP, CROP, 3)),
-        keras.layers.Conv2D(16, 3, activation="relu"),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(32, 3, activation="relu"),
-        keras.layers.MaxPooling2D(),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10),
-    ])
-
-
-@checks.arguments(learning_rate=checks.number(0.0, 10.0, above=True))
-def train_step_fn(model: Any, learning_rate: float = 0.01) -> Any:
-    """A compiled training step ``step(images, labels) -> loss`` for ``model``."""
-    import keras
-    import tensorflow as tf
-
-    optimizer = keras.optimizers.SGD(learning_rate)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-    @tf.function
-    def step(images: Any, labels: Any) -> Any:
-        with tf.GradientTape() as tape:
-            loss = loss_fn(labels, model(images, training=True))
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables,
-                                      strict=True))
-        return loss
-
-    return step
-
-
-@checks.arguments(n_images=checks.whole(1, MAX_IMAGES), batch=checks.whole(1, MAX_BATCH))
-def training_runs(dataset: Any, n_images: int, batch: int = 64) -> dict[str, Any]:
-    """Three callables over the same model, each one epoch of ``n_images``: the pipeline alone
-    (``data only``), the training step on one batch kept in memory (``compute only``, the bound),
-    and training fed by ``dataset`` (``end to end``). Each returns something forced when timed."""
-    import tensorflow as tf
-
-    checks.whole_number("n_images", n_images)
-    step = train_step_fn(make_model())
-    steps = -(-n_images // batch)
-    x0 = tf.random.stateless_uniform([batch, CROP, CROP, 3], seed=(1, 2), minval=-1.0)
-    y0 = tf.zeros([batch], tf.int64)
-
-    def compute_only() -> Any:
-        loss = None
-        for _ in range(steps):
-            loss = step(x0, y0)
-        return loss
-
-    def end_to_end() -> Any:
-        loss = None
-        for x, y in dataset:
-            loss = step(x, y)
-        return loss
-
-    return {"data only": lambda: read_epoch(dataset), "compute only": compute_only, "end to end": end_to_end}
-
-
 @checks.arguments(n_images=checks.whole(1, MAX_IMAGES), repeats=checks.repeats)
-def throughputs(dataset: Any, n_images: int, repeats: int = 3, on_progress: ProgressFn | None = None) -> Any:
-    """Images per second for each of ``training_runs``, with CPU (and GPU) utilisation sampled
-    during the end-to-end runs."""
+def throughputs(runs: dict[str, Any], n_images: int, repeats: int = 3, on_progress: ProgressFn | None = None) -> Any:
+    """Images per second of each of the notebook's ``training_runs(dataset, n_images)`` (``runs``),
+    with CPU (and GPU) utilisation sampled during the end-to-end runs."""
     import pandas as pd
 
     from helpers import timing
 
-    runs = training_runs(dataset, n_images)
+    if not isinstance(runs, dict) or list(runs) != ["data only", "compute only", "end to end"]:
+        raise checks.BadType(f"runs must be training_runs(dataset, n_images), got {checks._show(runs)}")
     rows = []
     for i, (name, fn) in enumerate(runs.items(), start=1):
         if name == "end to end":
@@ -188,7 +124,7 @@ def bound_verdict(table: Any) -> str:
     if data < compute:
         return (f"Input-bound: the pipeline alone gives {data:,.0f} img/s, less than the model can take "
                 f"({compute:,.0f} img/s); end to end reaches {fraction:.0%} of the compute-only bound{usage}.")
-    shared = data / (data + compute)  # both on the same cores, one after the other: 1 / (1/data + 1/compute)
+    shared = lesson().shared_core_limit(data, compute) / compute
     return (f"Not input-bound: the pipeline alone gives {data:,.0f} img/s, more than the model's {compute:,.0f}; "
             f"end to end reaches {fraction:.0%} of the compute-only bound{usage}. If the pipeline's work and the "
             f"model's share the same cores, the most to expect is {shared:.0%} of the bound.")
@@ -222,7 +158,8 @@ def toggles_experiment(shards: Sequence[str], n_images: int) -> Any:
                    on_progress: ProgressFn | None = None) -> Any:
         options = Options(source=source, parallel=parallel, vectorized=vectorized, interleave=interleave,
                           cache="after_decode" if cache_after_decode else "none", prefetch=prefetch)
-        return throughputs(build(shards, options), n_images, repeats=2, on_progress=on_progress)
+        return throughputs(lesson().training_runs(build(shards, options), n_images), n_images, repeats=2,
+                           on_progress=on_progress)
 
     return experiment
 
@@ -282,7 +219,7 @@ def _sequential_vs_tuned(n: int = 1024) -> dict[str, Any]:
 
 
 def _e2e_vs_compute_bound(n: int = 1024) -> dict[str, Any]:
-    runs = training_runs(build(_bench_shards(n), TUNED), n)
+    runs = lesson().training_runs(build(_bench_shards(n), TUNED), n)
     return {"compute only": runs["compute only"], "end to end": runs["end to end"]}
 
 

@@ -179,8 +179,11 @@ def disk_summary(rates: Sequence[float], size: int) -> str:
 
     median, low, high = float(np.median(rates)), min(rates), max(rates)
     near = [name for name, lo, hi in DRIVES if 0.9 * lo <= median <= 1.1 * hi]
-    where = (f"in the range of {' or '.join(near)}" if near else "below the typical figures below" if median < 0.9 * DRIVES[0][1]
-             else "between the typical figures below" if median < DRIVES[-1][1] else "above the typical figures below")
+    under = [name for name, lo, _ in DRIVES if median < 0.9 * lo]
+    over = [name for name, _, hi in DRIVES if median > 1.1 * hi]
+    where = (f"in the range of {' or '.join(near)}" if near else f"slower than {under[0]} typically reads" if not over
+             else f"faster than {over[-1]} typically reads" if not under else
+             f"between {over[-1]} and {under[0]} by their typical figures")
     return (f"This disk read a {size / 2**20:,.0f} MiB file cold at {median:,.0f} MB/s (median of {len(rates)} reads, "
             f"{low:,.0f}-{high:,.0f}): {where}. (A virtual machine's disk may be served from its host's cache.)")
 
@@ -198,8 +201,8 @@ def cold_summary(warm: Any, cold: Any, file_bytes: dict[str, int], disk: Sequenc
     ranges = f"(quartile ratios {c_lo:.2f}-{c_hi:.2f}x cold, {w_lo:.2f}-{w_hi:.2f}x warm)"
     lines.append("The file count's gap " + (f"grew when the files came from the disk {ranges}." if c_lo > w_hi else
                                             f"shrank when the files came from the disk {ranges}." if c_hi < w_lo else
-                                            f"shows no clear change between cold and warm reads {ranges}: on this disk the "
-                                            "per-file cost is not mostly the disk's."))
+                                            f"shows no clear change between cold and warm reads {ranges}: the ranges overlap, "
+                                            "so rerun with more repeats before drawing a conclusion."))
     rate = float(np.median(disk))
     for name in cold.index:
         moved = file_bytes[name] / cold.loc[name, "median_s"] / 1e6
