@@ -198,3 +198,17 @@ def test_bound_verdict_reads_the_three_throughputs():
     assert fed.startswith("Not input-bound") and "70% of the compute-only bound; CPU 90% busy" in fed
     assert "the most to expect is 75% of the bound" in fed  # 1 / (1/3000 + 1/1000) = 750 of 1000
     assert pipelines.bound_verdict(table(500, 1000, 400)).startswith("Input-bound: the pipeline alone gives 500 img/s")
+
+
+def test_buffer_summary_reads_both_orders():
+    import pandas as pd
+
+    def table(decoded, encoded, images=4096, buffer=10_000):
+        return pd.DataFrame({"buffer": [buffer] * 2, "images": [images] * 2, "peak_added_mib": [decoded, encoded]},
+                            index=pd.Index(["decode-first", "shuffle-first"], name="order"))
+
+    text = pipelines.buffer_summary(table(70.0, 20.0))
+    assert "decode first 70 MiB, shuffle first 20 MiB: 50 MiB more with decoded images in the buffer, as expected" in text
+    assert "could hold 4,096 elements; as decoded 64x64x3 images they are 48 MiB of pixels" in text
+    assert "against the expectation" in pipelines.buffer_summary(table(21.0, 20.0))
+    assert "could hold 100 elements" in pipelines.buffer_summary(table(70.0, 20.0, buffer=100))

@@ -100,13 +100,16 @@ def make_train_step(model, learning_rate=0.01):
     return step
 
 
+import math
+
 from helpers import checks
 
 
 @checks.arguments(n_images=checks.whole(1, 10**7), batch=checks.whole(1, 65_536))
 def training_runs(dataset, n_images, batch=64):
     """One epoch three ways on the same model: the pipeline alone, the step on one batch kept in
-    memory (the compute-only bound), and training fed by the pipeline. Each returns what to force."""
+    memory (the compute-only bound), and training fed by the pipeline. Each returns a count or a
+    loss tensor, which the timer reads so that the work is done before the clock stops."""
     step = make_train_step(make_model())
     x0 = tf.random.stateless_uniform([batch, CROP, CROP, 3], seed=(1, 2), minval=-1.0)
     y0 = tf.zeros([batch], tf.int64)
@@ -116,7 +119,7 @@ def training_runs(dataset, n_images, batch=64):
 
     def compute_only():
         loss = None
-        for _ in range(-(-n_images // batch)):  # as many steps as the epoch has batches
+        for _ in range(math.ceil(n_images / batch)):  # as many steps as the epoch has batches
             loss = step(x0, y0)
         return loss
 
@@ -130,7 +133,7 @@ def training_runs(dataset, n_images, batch=64):
 
 
 def shared_core_limit(data, compute):
-    """The most images/s end to end can reach when the pipeline and the model share the cores."""
+    """The most images/s end to end can reach when the pipeline and the model take turns on the same cores."""
     return 1 / (1 / data + 1 / compute)
 
 

@@ -130,6 +130,21 @@ def bound_verdict(table: Any) -> str:
             f"model's share the same cores, the most to expect is {shared:.0%} of the bound.")
 
 
+def buffer_summary(table: Any, side: int = IMAGE) -> str:
+    """Read the shuffle-memory table (one fresh process per order): what each order added at peak,
+    against the decoded pixels the buffer could hold."""
+    decoded, encoded = (float(table.loc[order, "peak_added_mib"]) for order in ("decode-first", "shuffle-first"))
+    held = int(min(table["images"].iloc[0], table["buffer"].iloc[0]))
+    pixels = held * side * side * 3 / 2**20
+    if decoded > 1.2 * max(encoded, 0.0):
+        reading = f"{decoded - encoded:,.0f} MiB more with decoded images in the buffer, as expected"
+    else:
+        reading = "no clear saving from shuffling the records first in this run, against the expectation"
+    return (f"Peak memory the epoch added, one run each: decode first {decoded:,.0f} MiB, shuffle first {encoded:,.0f} MiB: "
+            f"{reading}. The buffer could hold {held:,} elements; as decoded {side}x{side}x3 images they are "
+            f"{pixels:,.0f} MiB of pixels.")
+
+
 def throughput_figure(table: Any, title: str = "") -> Any:
     """Bars of data-only, compute-only and end-to-end images per second."""
     from matplotlib.figure import Figure
