@@ -63,7 +63,7 @@ REQUIRED: dict[str, Any] = {
     "settings": {}, "workloads": ["matmul"], "workload": "matmul", "trainer_file": "t.py", "server_file": "s.py",
     "logdir": "/tmp", "devices": ["/cpu:0"], "roles": {"worker": 1}, "command": ["true"], "running": None,
     "task": "worker:0", "programs": {}, "x_test": None, "y_test": None, "out_dir": "/tmp/none",
-    "waiting_for": "the other workers", "address": "127.0.0.1:1",
+    "waiting_for": "the other workers", "address": "127.0.0.1:1", "n_images": 8,
 }
 
 

@@ -129,6 +129,8 @@ def reader_variants(inputs, images, labels, classes):
 
 import time
 
+from helpers import checks
+
 
 def drop_from_page_cache(paths):
     """Ask Linux to forget each file's cached pages, so that the next read comes from the disk."""
@@ -141,6 +143,7 @@ def drop_from_page_cache(paths):
             os.close(fd)
 
 
+@checks.arguments(block=checks.whole(1, 2**30))
 def cold_read_mb_per_s(path, block=2**20):
     """Read one file from start to end in 1 MiB blocks with a cold cache; return MB/s."""
     drop_from_page_cache([path])

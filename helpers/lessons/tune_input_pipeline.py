@@ -73,7 +73,10 @@ def generator_pipeline(paths, batch=64):
 
 import keras
 
+from helpers import checks
 
+
+@checks.arguments(seed=checks.seed)
 def make_model(seed=0):
     """A small Keras CNN for 56x56x3 images and 10 classes."""
     keras.utils.set_random_seed(seed)
@@ -85,6 +88,7 @@ def make_model(seed=0):
     ])
 
 
+@checks.arguments(learning_rate=checks.number(0.0, 10.0, above=True))
 def make_train_step(model, learning_rate=0.01):
     """One compiled training step for `model`: step(images, labels) -> loss."""
     optimizer = keras.optimizers.SGD(learning_rate)

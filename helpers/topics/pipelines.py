@@ -130,6 +130,7 @@ def bound_verdict(table: Any) -> str:
             f"model's share the same cores, the most to expect is {shared:.0%} of the bound.")
 
 
+@checks.arguments(side=checks.whole(1, 65_536, hint="pixels"))
 def buffer_summary(table: Any, side: int = IMAGE) -> str:
     """Read the shuffle-memory table (one fresh process per order): what each order added at peak,
     against the decoded pixels the buffer could hold."""
