@@ -24,12 +24,15 @@ TAUGHT: dict[str, list[str]] = {
     "00_start_here.ipynb": [
         "tf.function(", "%timeit", ".numpy()", "time.perf_counter()", "statistics.median(",
         "tf.compat.v1.placeholder(", "tf.compat.v1.Session(", "feed_dict=",
+        "tf.config.experimental.set_synchronous_execution(False)",
     ],
     "01_look_inside_graphs.ipynb": [
         "tf.Graph()", "g.as_default()", "tf.compat.v1.placeholder(", "tf.Variable(",
         "get_operations()", "tf.compat.v1.global_variables_initializer()", "sess.run(",
         "get_concrete_function(", "tf.TensorSpec(", "GradientDescentOptimizer(", ".minimize(",
-        "tf.GradientTape()", "tape.gradient(", "apply_gradients(",
+        "tf.GradientTape()", "tape.gradient(", "apply_gradients(", "graph_def.library.function",
+        "for value in values:", "if value > 0:", "tf.print(", "experimental_get_tracing_count()",
+        "tf.config.run_functions_eagerly(True)", "if self.weight is None:",
     ],
     "02_find_where_ops_run.ipynb": [
         "tf.debugging.set_log_device_placement(True)", "tf.config.set_logical_device_configuration(",

@@ -186,3 +186,23 @@ def check_warmup(first: Any, steady: Any) -> Feedback:
             "Build a new tf.function and try again."
         )
     return correct(f"the first call took {first / steady.median:.0f}x as long as a steady call: that is tracing.")
+
+
+def forcing_summary(clocks: dict[str, float]) -> str:
+    """Read notebook 00's four clocks (median seconds): what stopping before ``.numpy()`` measured,
+    with synchronous execution (the CPU default) and with asynchronous (as on a GPU)."""
+    from helpers import timing
+
+    lines = []
+    for mode in ("synchronous", "asynchronous"):
+        early, forced = clocks[f"{mode}, not forced"], clocks[f"{mode}, forced"]
+        share = early / forced if forced > 0 else float("nan")
+        if share >= 0.5:
+            reading = "the call returned when its work was done, so the early clock hid the mistake"
+        elif share >= 0.1:
+            reading = "the early clock missed part of the work"
+        else:
+            reading = "the early clock measured little more than handing the work over"
+        lines.append(f"{mode.capitalize()}: not forced {timing.format_seconds(early)}, forced {timing.format_seconds(forced)} "
+                     f"({share:.0%}): {reading}.")
+    return "\n".join(lines)
