@@ -63,7 +63,8 @@ def test_forcing_summary_reads_each_mode():
     text = start.forcing_summary({"synchronous, not forced": 0.18, "synchronous, forced": 0.22,
                                   "asynchronous, not forced": 0.0002, "asynchronous, forced": 0.14})
     sync, asynchronous = text.splitlines()
-    assert sync.startswith("Synchronous: not forced 180.00 ms, forced 220.00 ms (82%): the call returned when its work")
-    assert "(0%): the early clock measured little more than handing the work over" in asynchronous
+    assert sync.startswith("Synchronous: not forced 180.00 ms, forced 220.00 ms (the early clock read 81.8% of the forced one): "
+                           "the call returned when its work")
+    assert "(the early clock read 0.1% of the forced one): the early clock measured little more than handing" in asynchronous
     assert "missed part of the work" in start.forcing_summary({"synchronous, not forced": 0.03, "synchronous, forced": 0.1,
                                                                "asynchronous, not forced": 0.0, "asynchronous, forced": 0.0})

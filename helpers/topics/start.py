@@ -204,5 +204,5 @@ def forcing_summary(clocks: dict[str, float]) -> str:
         else:
             reading = "the early clock measured little more than handing the work over"
         lines.append(f"{mode.capitalize()}: not forced {timing.format_seconds(early)}, forced {timing.format_seconds(forced)} "
-                     f"({share:.0%}): {reading}.")
+                     f"(the early clock read {share:.1%} of the forced one): {reading}.")
     return "\n".join(lines)
