@@ -73,6 +73,7 @@ TAUGHT: dict[str, list[str]] = {
         "tf.GradientTape()", "keras.Sequential(", "def data_only():", "def compute_only():", "def end_to_end():",
         "1 / (1 / data + 1 / compute)", "data < compute", "model.fit(fed, epochs=1", "SHUFFLE_MEMORY",
         "records.shuffle(args.buffer).map(decode", ".map(decode, num_parallel_calls=tf.data.AUTOTUNE).shuffle(args.buffer)",
+        "tf.compat.v1.train.string_input_producer(", 'hasattr(tf, "estimator")',
     ],
     "08_fuse_ops_and_pick_layouts.ipynb": [
         "tf.compat.v1.nn.fused_batch_norm(", "tf.raw_ops.FusedBatchNormV3(", "tf.nn.moments(",
