@@ -96,6 +96,26 @@ def test_display_table_formats_units():
     assert shown.loc["fast", "median"] == "100.00 ms"
     assert shown.loc["fast", "speedup"].startswith("3.00x (")
     assert shown.loc["base", "items_per_s"] == "333"
+    table = _table()
+    table["MB_per_s"] = [12.345, 1234.5]
+    assert list(widgets.display_table(table)["MB_per_s"]) == ["12.3", "1,234.5"]
+
+
+def test_before_each_hook_is_built_from_the_controls_and_runs_before_each_timed_call():
+    seen = []
+
+    def hook_for(n, cache):
+        return (lambda name: seen.append((n, name))) if cache == "cold" else None
+
+    widget = widgets.ComparisonWidget(lambda n, cache: make_variants(n), {"n": [10], "cache": ["warm", "cold"]},
+                                      repeats=2, warmup=1, before_each=hook_for)
+    widget.button.click()
+    assert seen == []  # warm: no hook
+    widget.controls["cache"].value = "cold"
+    widget.button.click()
+    assert sorted(seen) == [(10, "builtin")] * 2 + [(10, "loop")] * 2  # 2 rounds, not the warm-up
+    with pytest.raises(TypeError, match="before_each must be callable"):
+        widgets.ComparisonWidget(make_variants, before_each="cold")
 
 
 def test_show_prints_the_verdict(capsys):
