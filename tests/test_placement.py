@@ -245,3 +245,20 @@ def test_check_towers():
     moved_sum = good.copy()
     moved_sum.loc[2, "device"] = "CPU:3"
     assert "not on CPU:0" in repr(placement.check_towers(want, moved_sum, batch))
+
+
+def test_devices_summary_reads_each_run_and_what_was_refused():
+    import pandas as pd
+
+    chosen = pd.DataFrame([
+        {"CUDA_VISIBLE_DEVICES": "(not set)", "memory growth on the CPU": "ValueError: no", "memory_limit on the CPU": "accepted",
+         "physical GPUs": 0, "visible GPUs": 0, "logical devices": "CPU:0, CPU:1", "a change after the first op": "RuntimeError: late"},
+        {"CUDA_VISIBLE_DEVICES": "", "memory growth on the CPU": "ValueError: no", "memory_limit on the CPU": "accepted",
+         "physical GPUs": 2, "visible GPUs": 1, "logical devices": "CPU:0, CPU:1, GPU:0", "a change after the first op": "RuntimeError: late"},
+    ]).set_index("CUDA_VISIBLE_DEVICES")
+    text = placement.devices_summary(chosen)
+    assert "CUDA_VISIBLE_DEVICES '(not set)': 0 GPU(s) found, 0 visible" in text
+    assert "CUDA_VISIBLE_DEVICES '': 2 GPU(s) found, 1 visible, logical devices CPU:0, CPU:1, GPU:0" in text
+    assert "Refused in the first run: memory growth on the CPU, a change after the first op; accepted: memory_limit on the CPU." in text
+    with pytest.raises(ValueError):
+        placement.devices_summary(pd.DataFrame())

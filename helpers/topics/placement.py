@@ -106,3 +106,18 @@ def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
     if sums != ["CPU:0"]:
         return not_yet(f"the add_n ran on {sums or 'no device (is there an add_n?)'}, not on CPU:0.")
     return correct(f"towers on {', '.join(matmuls)}, summed on CPU:0; same numbers as one matmul.")
+
+
+def devices_summary(chosen: Any) -> str:
+    """Read 02's device-choice runs (one row per ``CUDA_VISIBLE_DEVICES`` value) in one sentence:
+    the GPUs each run saw, its logical devices, and which settings TensorFlow refused."""
+    if not hasattr(chosen, "iterrows") or chosen.empty:
+        raise ValueError("chosen must be the table of the device-choice runs (at least one row)")
+    runs = "; ".join(f"CUDA_VISIBLE_DEVICES {value!r}: {row['physical GPUs']} GPU(s) found, "
+                     f"{row['visible GPUs']} visible, logical devices {row['logical devices']}"
+                     for value, row in chosen.iterrows())
+    settings = ("memory growth on the CPU", "memory_limit on the CPU", "a change after the first op")
+    refused = [name for name in settings if str(chosen.iloc[0].get(name, "")).split(":")[0].endswith("Error")]
+    accepted = [name for name in settings if name not in refused]
+    said = f"This run: {runs}. Refused in the first run: {', '.join(refused) or 'none'}"
+    return said + (f"; accepted: {', '.join(accepted)}." if accepted else ".")
