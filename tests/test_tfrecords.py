@@ -331,3 +331,32 @@ def test_fresh_dir_removes_only_tfrecord_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
     with pytest.raises(ValueError, match="is a file"):
         tfrecords.fresh_dir(tmp_path / "keep.txt")
+
+
+def test_shard_size_variants_read_every_record_of_each_layout(tmp_path):
+    images, labels = cifar.synthetic_images(200, seed=12)
+    layouts = {}
+    for target in (2**20, 2**14):
+        tfrecords.convert(images, labels, tmp_path / str(target), "all", target_bytes=target, progress=False)
+        layouts[f"{target}"] = tfrecords.shard_paths(tmp_path / str(target), "all")
+    assert len(layouts["1048576"]) == 1 and len(layouts["16384"]) > 10
+    built = lesson.shard_size_variants(layouts)
+    assert len(built) == 4 and {read() for read in built.values()} == {200}
+    with pytest.raises(TypeError, match="for one shard write \\[path\\]"):
+        lesson.read_records(layouts["1048576"][0])
+
+
+def test_sizes_and_shares_summaries():
+    import pandas as pd
+
+    sizes = pd.DataFrame({"MB_per_s": [600.0, 300.0]}, index=["big, one file at a time", "small, one file at a time"])
+    text = shard_reading.sizes_summary(sizes, [1000.0, 1200.0, 1100.0])
+    assert "the fastest, big, one file at a time, reached 55% of the disk's 1,100 MB/s" in text
+    assert shard_reading.sizes_summary(sizes, None).startswith("Read warm")
+    shares = pd.DataFrame([{"layout": "4 big", "workers": 8, "files each (fewest-most)": "0-1", "idle workers": 4},
+                           {"layout": "400 small", "workers": 8, "files each (fewest-most)": "50-50", "idle workers": 0},
+                           {"layout": "390 small", "workers": 8, "files each (fewest-most)": "48-49", "idle workers": 0}])
+    text = shard_reading.shares_summary(shares)
+    assert "4 big among 8 workers: 4 of them get no file and sit idle" in text
+    assert "400 small among 8 workers: every worker gets 50 files" in text
+    assert "every worker gets 48 to 49 files" in text

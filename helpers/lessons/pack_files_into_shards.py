@@ -154,6 +154,24 @@ def cold_read_mb_per_s(path, block=2**20):
     return os.path.getsize(path) / (time.perf_counter() - start) / 1e6
 
 
+@checks.arguments(batch=checks.whole(1, 65_536))
+def read_records(paths, parallel_reads=None, batch=1024):
+    """Every serialized record of the shards, in batches: reading only, no parse."""
+    if isinstance(paths, str | bytes | os.PathLike) or not paths:
+        raise TypeError(f"paths must be a non-empty list of shard paths, got {paths!r}; for one shard write [path]")
+    return tf.data.TFRecordDataset(list(paths), num_parallel_reads=parallel_reads).batch(batch)
+
+
+def shard_size_variants(layouts):
+    """Each layout's records read one file at a time, and several files at once."""
+    variants = {}
+    for layout, paths in layouts.items():
+        for how, reads in (("one file at a time", None), ("num_parallel_reads=AUTOTUNE", tf.data.AUTOTUNE)):
+            variants[f"{layout}, {how}"] = lambda paths=paths, reads=reads: sum(
+                int(batch.shape[0]) for batch in read_records(paths, reads))
+    return variants
+
+
 import codecs
 import pickle
 

@@ -214,6 +214,37 @@ def cold_summary(warm: Any, cold: Any, file_bytes: dict[str, int], disk: Sequenc
     return "\n".join(lines)
 
 
+def sizes_summary(sizes: Any, disk: Sequence[float] | None) -> str:
+    """Each shard-size reader's MB/s (the table's ``MB_per_s``), set beside the disk's cold
+    sequential rate when it was measured (``disk``, MB/s), else said to be warm."""
+    import numpy as np
+
+    rates = ", ".join(f"{name} {sizes.loc[name, 'MB_per_s']:,.0f} MB/s" for name in sizes.index)
+    if not disk:
+        return f"Read warm (no cold reads on this system): {rates}."
+    rate = float(np.median(disk))
+    best = sizes["MB_per_s"].idxmax()
+    return (f"Read cold: {rates}; the fastest, {best}, reached {sizes.loc[best, 'MB_per_s'] / rate:.0%} of the disk's "
+            f"{rate:,.0f} MB/s sequential rate measured above.")
+
+
+def _span(fewest_most: str) -> str:
+    """'2-2' -> '2'; '48-49' -> '48 to 49'."""
+    low, _, high = str(fewest_most).partition("-")
+    return low if low == high else f"{low} to {high}"
+
+
+def shares_summary(shares: Any) -> str:
+    """Read 06's table of files per worker: which layouts leave workers with nothing to read."""
+    lines = []
+    for _, row in shares.iterrows():
+        idle = int(row["idle workers"])
+        lines.append(f"{row['layout']} among {row['workers']} workers: "
+                     + (f"{idle} of them get no file and sit idle" if idle else
+                        f"every worker gets {_span(row['files each (fewest-most)'])} files"))
+    return "; ".join(lines) + "."
+
+
 def _bench_readers(n: int) -> dict[str, Callable[[], int]]:
     from helpers.topics import cifar
 
