@@ -64,6 +64,7 @@ REQUIRED: dict[str, Any] = {
     "logdir": "/tmp", "devices": ["/cpu:0"], "roles": {"worker": 1}, "command": ["true"], "running": None,
     "task": "worker:0", "programs": {}, "x_test": None, "y_test": None, "out_dir": "/tmp/none",
     "waiting_for": "the other workers", "address": "127.0.0.1:1", "n_images": 8,
+    "decoded": None, "records": None, "paths": ["x.tfrecord"], "layouts": {},
 }
 
 

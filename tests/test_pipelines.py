@@ -212,3 +212,70 @@ def test_buffer_summary_reads_both_orders():
     assert "could hold 4,096 elements; as decoded 64x64x3 images they are 48 MiB of pixels" in text
     assert "against the expectation" in pipelines.buffer_summary(table(21.0, 20.0))
     assert "could hold 100 elements" in pipelines.buffer_summary(table(70.0, 20.0, buffer=100))
+
+
+def test_augmentation_variants_give_every_image_once_and_find_their_crop_windows(shards):
+    import tensorflow as tf
+
+    decoded = tf.data.TFRecordDataset(shards).map(lesson.decode_record).cache()
+    originals = np.concatenate([x.numpy() for x, _ in decoded.batch(96)])
+    variants = lesson.augmentation_variants(decoded, batch=32, seed=3)
+    assert set(variants) == {"tf.image random_*, per image", "tf.image, per batch", "stateless, per image",
+                             "Keras layers, per batch"}
+    for name, dataset in variants.items():
+        images, labels = collect(dataset)
+        assert images.shape == (96, lesson.CROP, lesson.CROP, 3), name
+        assert images.min() >= -1.0 and images.max() <= 1.0, name
+        windows = pipelines._crop_windows(originals[:32], images[:32])
+        assert all(w is not None for w in windows), f"{name}: a crop not cut from its own original"
+    # Keras' RandomCrop draws one window per batch; the per-image ops draw per image.
+    keras_windows = pipelines._crop_windows(originals[:32], collect(variants["Keras layers, per batch"])[0][:32])
+    assert len({(top, left) for top, left, _ in keras_windows}) == 1
+    timers = pipelines.epoch_timers({"a": variants["stateless, per image"]})
+    assert timers["a"]() == 96
+
+
+def test_stateless_augmentation_repeats_when_rebuilt_and_changes_each_epoch(shards):
+    import tensorflow as tf
+
+    decoded = tf.data.TFRecordDataset(shards).map(lesson.decode_record).cache()
+    first = lambda d: next(iter(d))[0].numpy()  # noqa: E731
+    built = lesson.augmentation_variants(decoded, batch=16)["stateless, per image"]
+    again = lesson.augmentation_variants(decoded, batch=16)["stateless, per image"]
+    epoch_1, epoch_2 = first(built), first(built)
+    assert np.array_equal(epoch_1, first(again))
+    assert not np.array_equal(epoch_1, epoch_2)
+
+
+def test_augmentation_summary_reads_windows_repeats_and_epochs():
+    rng = np.random.default_rng(0)
+    originals = rng.integers(0, 256, size=(3, 64, 64, 3), dtype=np.uint8)
+    scaled = originals.astype(np.float32) / 127.5 - 1.0
+    same_window = np.stack([s[2:58, 3:59] for s in scaled])
+    own_windows = np.stack([scaled[0, 0:56, 0:56], scaled[1, 8:64, 8:64][:, ::-1], scaled[2, 4:60, 1:57]])
+    text = pipelines.augmentation_summary(originals, {
+        "one": {"first batch": same_window, "next epoch": same_window, "rebuilt": same_window},
+        "own": {"first batch": own_windows, "next epoch": same_window, "rebuilt": same_window},
+    })
+    one, own = text.splitlines()
+    assert "3 images cut at 1 distinct crop window(s)" in one and "repeats its first batch" in one
+    assert "repeats the same crops" in one
+    assert "3 distinct crop window(s)" in own and "does not repeat" in own and "draws new crops" in own
+    noise = rng.uniform(-1, 1, size=(3, 56, 56, 3)).astype(np.float32)
+    assert "3 not matched" in pipelines.augmentation_summary(originals, {
+        "x": {"first batch": noise, "next epoch": noise, "rebuilt": noise}})
+
+
+def test_switch_variants_give_every_image_once(shards):
+    import tensorflow as tf
+
+    records = tf.data.TFRecordDataset(shards).cache()
+    for name, dataset in lesson.switch_variants(records, batch=32).items():
+        images, labels = collect(dataset)
+        assert images.shape[0] == 96 and sorted(labels.tolist()) == sorted(collect(
+            lesson.switch_variants(records, batch=32)["parallel map"])[1].tolist()), name
+
+
+def test_epoch_timers_refuse_an_empty_mapping():
+    with pytest.raises(ValueError, match="non-empty dict"):
+        pipelines.epoch_timers({})

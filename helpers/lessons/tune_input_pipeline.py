@@ -144,6 +144,60 @@ def shared_core_limit(data, compute):
 from helpers import checks
 
 
+def augment_stateless(data, seed):
+    """augment_random with the seed as an argument: the same seed, the same crop and flip."""
+    image, label = data
+    crop_seed, flip_seed = tf.unstack(tf.random.split(seed, 2))  # two independent seeds from one
+    image = tf.image.stateless_random_crop(image, [CROP, CROP, 3], seed=crop_seed)
+    image = tf.image.stateless_random_flip_left_right(image, seed=flip_seed)
+    return tf.cast(image, tf.float32) / 127.5 - 1.0, label
+
+
+@checks.arguments(seed=checks.seed)
+def keras_augmenter(seed=42):
+    """The same augmentation as Keras preprocessing layers."""
+    return keras.Sequential([keras.layers.RandomCrop(CROP, CROP, seed=seed),
+                             keras.layers.RandomFlip("horizontal", seed=seed + 1),
+                             keras.layers.Rescaling(1 / 127.5, offset=-1.0)])
+
+
+def with_static_shape(image, label):
+    """decode_jpeg leaves height and width unknown; Keras' RandomCrop needs them: state them."""
+    return tf.ensure_shape(image, [IMAGE, IMAGE, 3]), label
+
+
+@checks.arguments(batch=checks.whole(1, 65_536), seed=checks.seed)
+def augmentation_variants(decoded, batch=64, seed=42):
+    """One epoch's augmentation of decoded (image, label) elements, written four ways."""
+    calls = tf.data.AUTOTUNE
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)  # one seed pair per image
+    augmenter = keras_augmenter(seed)
+    return {
+        "tf.image random_*, per image": decoded.map(augment_random, num_parallel_calls=calls).batch(batch),
+        "tf.image, per batch": decoded.batch(batch).map(augment_batch, num_parallel_calls=calls),
+        "stateless, per image": tf.data.Dataset.zip(decoded, seeds).map(augment_stateless, num_parallel_calls=calls).batch(batch),
+        "Keras layers, per batch": decoded.map(with_static_shape).batch(batch).map(
+            lambda images, labels: (augmenter(images, training=True), labels), num_parallel_calls=calls),
+    }
+
+
+@checks.arguments(batch=checks.whole(1, 65_536))
+def switch_variants(records, batch=64):
+    """Parallel decode and augment of serialized records, with each tf.data switch alone and both."""
+
+    def pipeline(deterministic=None, batch_calls=None):
+        return (records.map(decode_record, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+                .map(augment_random, num_parallel_calls=tf.data.AUTOTUNE, deterministic=deterministic)
+                .batch(batch, num_parallel_calls=batch_calls))
+
+    return {"parallel map": pipeline(), "deterministic=False": pipeline(deterministic=False),
+            "batch(num_parallel_calls=AUTOTUNE)": pipeline(batch_calls=tf.data.AUTOTUNE),
+            "both": pipeline(deterministic=False, batch_calls=tf.data.AUTOTUNE)}
+
+
+from helpers import checks
+
+
 @checks.arguments(parallel=checks.flag, vectorized=checks.flag, interleave=checks.flag, prefetch=checks.flag,
                   batch=checks.whole(1, 65_536))
 def make_pipeline(paths, source="tfrecord", parallel=False, vectorized=False, interleave=False,

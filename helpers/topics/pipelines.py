@@ -84,6 +84,53 @@ def read_epoch(dataset: Any) -> int:
     return sum(int(images.shape[0]) for images, _ in dataset)
 
 
+
+def epoch_timers(datasets: dict[str, Any]) -> dict[str, Any]:
+    """``{name: dataset}`` -> ``{name: a call that reads one epoch}``, what ``timing.compare`` times."""
+    if not isinstance(datasets, dict) or not datasets:
+        raise ValueError(f"datasets must be a non-empty dict of name -> tf.data.Dataset, got {datasets!r}")
+    return {name: (lambda d=dataset: read_epoch(d)) for name, dataset in datasets.items()}
+
+
+def _crop_windows(originals: Any, crops: Any) -> list[tuple[int, int, bool] | None]:
+    """For each augmented image (scaled to [-1, 1]), the (top, left, flipped) window of its
+    original it was cut from, or None when no window matches."""
+    import numpy as np
+
+    scaled = np.asarray(originals, dtype=np.float32) / 127.5 - 1.0
+    side = crops.shape[1]
+    found: list[tuple[int, int, bool] | None] = []
+    for original, crop in zip(scaled, np.asarray(crops), strict=True):
+        hit = None
+        for top in range(original.shape[0] - side + 1):
+            for left in range(original.shape[1] - side + 1):
+                window = original[top:top + side, left:left + side]
+                for flipped, candidate in ((False, window), (True, window[:, ::-1])):
+                    if hit is None and np.allclose(candidate, crop, atol=1e-4):
+                        hit = (top, left, flipped)
+        found.append(hit)
+    return found
+
+
+def augmentation_summary(originals: Any, draws: dict[str, dict[str, Any]]) -> str:
+    """One line per way of augmenting: distinct crop windows in its first batch, whether a rebuilt
+    pipeline repeats its first batch, whether the next epoch draws anew (07's section 6)."""
+    import numpy as np
+
+    lines = []
+    for name, batches in draws.items():
+        first = np.asarray(batches["first batch"])
+        windows = _crop_windows(originals[:len(first)], first)
+        distinct = len({(top, left) for top, left, _ in filter(None, windows)})
+        unmatched = sum(w is None for w in windows)
+        repeats = np.array_equal(first, batches["rebuilt"])
+        renews = not np.array_equal(first, batches["next epoch"])
+        lines.append(f"{name}: {len(first)} images cut at {distinct} distinct crop window(s)"
+                     + (f" ({unmatched} not matched to a window)" if unmatched else "")
+                     + f"; rebuilt, it {'repeats' if repeats else 'does not repeat'} its first batch;"
+                     f" the next epoch {'draws new crops' if renews else 'repeats the same crops'}.")
+    return "\n".join(lines)
+
 @checks.arguments(n_images=checks.whole(1, MAX_IMAGES), repeats=checks.repeats)
 def throughputs(runs: dict[str, Any], n_images: int, repeats: int = 3, on_progress: ProgressFn | None = None) -> Any:
     """Images per second of each of the notebook's ``training_runs(dataset, n_images)`` (``runs``),
