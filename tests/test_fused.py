@@ -127,3 +127,19 @@ def test_batchnorm_grid_has_every_case():
     assert [line.split(":")[0] for line in lines] == ["NHWC forward", "NHWC forward + backward", "NCHW forward",
                                                       "NCHW forward + backward"]
     assert all("Expected here" in line for line in lines[:2]) and not any("Expected" in line for line in lines[2:])
+
+
+def test_remapper_variants_run_the_fused_and_the_separate_graph():
+    import tensorflow as tf
+
+    from helpers.lessons import fuse_ops_and_pick_layouts as lesson
+    from helpers.topics import graphs
+
+    before = tf.config.optimizer.get_experimental_options()
+    variants = lesson.remapper_variants(batch=1, side=8, channels=4)
+    # Each variant's first call is where Grappler optimises it, under that variant's own options.
+    assert graphs.optimized_op_types(variants["remapper off"]) == ["BiasAdd", "Conv2D", "Relu"]
+    assert "_FusedConv2D" in graphs.optimized_op_types(variants["remapper on"])
+    off, on = variants["remapper off"](), variants["remapper on"]()
+    assert float(tf.reduce_max(tf.abs(off - on))) < 1e-4
+    assert tf.config.optimizer.get_experimental_options().get("remapping", True) is before.get("remapping", True)

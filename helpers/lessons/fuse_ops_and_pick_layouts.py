@@ -49,6 +49,40 @@ def transcendental_chain(t, n_ops=20):
     return t
 
 
+import contextlib
+
+
+@contextlib.contextmanager
+def grappler_options(**options):
+    """Grappler's options for the calls made inside the block. Each option is put back after it: to its
+    earlier value, or to True (on, these passes' default) if it was never set."""
+    previous = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options(options)
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({name: previous.get(name, True) for name in options})
+
+
+def conv_bias_relu(x, kernel, bias):
+    return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, kernel, 1, "SAME"), bias))
+
+
+@checks.arguments(batch=checks.whole(1, 1024), side=checks.whole(3, 1024), channels=checks.whole(1, 1024))
+def remapper_variants(batch=8, side=56, channels=64):
+    """conv + bias + relu, optimised by Grappler with its remapper on (one fused kernel) and off (three)."""
+    x = tf.random.stateless_normal([batch, side, side, channels], seed=(1, 2))
+    kernel = tf.random.stateless_normal([3, 3, channels, channels], seed=(3, 4)) * 0.05
+    bias = tf.zeros([channels])
+    step = tf.function(conv_bias_relu)
+
+    def call(remapping):  # the options are part of each call: set them around every call
+        with grappler_options(remapping=remapping):
+            return step(x, kernel, bias)
+
+    return {"remapper on": lambda: call(True), "remapper off": lambda: call(False)}
+
+
 def decode_then_crop(jpeg, top, left, height, width):
     """Decode every pixel of the JPEG, then keep the window."""
     return tf.image.crop_to_bounding_box(tf.io.decode_jpeg(jpeg, channels=3), top, left, height, width)
