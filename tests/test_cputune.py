@@ -192,3 +192,22 @@ def test_check_fastest():
     assert "not one of the settings" in repr(cputune.check_fastest(table, "w", "..."))
     assert "no result for workload" in repr(cputune.check_fastest(table, "v", "a"))
     assert "pass the table" in repr(cputune.check_fastest(None, "w", "a"))
+
+
+def test_fpmath_summary_says_how_far_each_result_moved():
+    import numpy as np
+
+    default = {"conv": np.array([1.0, -2.0, 4.0]), "matmul": np.array([3.0, 1.0])}
+    bf16 = {"conv": np.array([1.0, -2.0, 4.01]), "matmul": np.array([3.0, 1.0])}
+    text = cpu_report.fpmath_summary(default, bf16)
+    assert "the conv's outputs moved by up to 2.5e-03 of their largest value;" in text
+    assert "the matmul's outputs moved by up to 0.0e+00 of their largest value (unchanged" in text
+    assert "Nothing moved" in cpu_report.fpmath_summary(default, default)
+
+
+def test_numa_summary_counts_the_nodes(tmp_path):
+    assert "No NUMA information" in cpu_report.numa_summary(str(tmp_path / "missing"))
+    (tmp_path / "node0").mkdir()
+    assert "1 NUMA node" in cpu_report.numa_summary(str(tmp_path))
+    (tmp_path / "node1").mkdir()
+    assert "2 NUMA nodes (node0, node1)" in cpu_report.numa_summary(str(tmp_path))

@@ -185,3 +185,34 @@ def features_table(cpu_flags: Mapping[str, bool], missing: Sequence[str]) -> Any
     return pd.DataFrame(rows).set_index("instruction set")
 
 
+
+
+def fpmath_summary(default: Any, bf16: Any) -> str:
+    """Read notebook 10's two saved outputs (float32 math, ``ONEDNN_DEFAULT_FPMATH_MODE=BF16``): how far
+    each op's results moved, relative to their largest value; 0 means that kernel did not use bfloat16."""
+    import numpy as np
+
+    parts, moved_any = [], False
+    for name in ("conv", "matmul"):
+        reference = np.asarray(default[name], dtype=np.float64)
+        moved = float(np.max(np.abs(reference - np.asarray(bf16[name], dtype=np.float64))) / np.max(np.abs(reference)))
+        moved_any = moved_any or moved > 0
+        parts.append(f"the {name}'s outputs moved by up to {moved:.1e} of their largest value"
+                     + (" (unchanged: its kernel kept float32 math)" if moved == 0 else ""))
+    said = "Under ONEDNN_DEFAULT_FPMATH_MODE=BF16, " + "; ".join(parts) + "."
+    if not moved_any:
+        return said + " Nothing moved: no kernel used bfloat16 here (no bfloat16 instructions, or oneDNN capped below them)."
+    return said + " With 8 significant bits, bfloat16 arithmetic is expected to move results by about 1e-3 to 1e-2."
+
+
+def numa_summary(root: str = "/sys/devices/system/node") -> str:
+    """How many NUMA nodes this Linux machine has (from sysfs), and what that means for pinning."""
+    from pathlib import Path
+
+    nodes = sorted(p.name for p in Path(root).glob("node[0-9]*")) if Path(root).is_dir() else []
+    if not nodes:
+        return "No NUMA information here (not Linux, or no sysfs): nothing to pin."
+    if len(nodes) == 1:
+        return "This machine has 1 NUMA node: all its cores share one memory, so pinning has nothing to choose between."
+    return (f"This machine has {len(nodes)} NUMA nodes ({', '.join(nodes)}): a process that runs on one node's cores "
+            "and allocates in another's memory pays for every remote access; pin each process to one node.")
