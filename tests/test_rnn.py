@@ -86,3 +86,21 @@ def test_cudnn_blockers_agree_with_keras_own_check(kwargs):
     cell = layer.cell
     keras_ok = _do_lstm_arguments_support_cudnn(cell.activation, cell.recurrent_activation, layer.unroll, cell.use_bias)
     assert (rnn.lesson().cudnn_blockers(layer) == []) == keras_ok
+
+
+def test_layer_norm_cell_and_the_padded_variants_train():
+    import keras
+    import tensorflow as tf
+
+    from helpers.lessons import choose_rnn_kernels as lesson
+
+    layer = keras.layers.RNN(lesson.LayerNormLSTMCell(8), return_sequences=True)
+    out = layer(tf.ones([2, 5, 4]))
+    assert out.shape == (2, 5, 8)
+    names = {v.path.split("/")[-2] for v in layer.trainable_variables}
+    assert len(layer.trainable_variables) == 7 and any("layer_normalization" in n for n in names)
+    variants = lesson.padded_and_more_variants(batch=4, steps=6, features=3, units=5)
+    assert list(variants) == ["LSTM", "LSTM, right-padded mask", "RNN(LayerNormLSTMCell)", "Bidirectional(LSTM)"]
+    for name, step in variants.items():
+        grads = step()
+        assert all(g is not None and bool(tf.reduce_all(tf.math.is_finite(g))) for g in grads), name

@@ -66,3 +66,61 @@ def cudnn_blockers(layer):
     if isinstance(layer, keras.layers.GRU) and not cell.reset_after:
         blockers.append("reset_after=False")  # GRU's own condition
     return blockers
+
+
+import functools
+
+from helpers import checks
+
+
+class LayerNormLSTMCell(keras.layers.LSTMCell):
+    """An LSTM cell with one layer normalization over its four gates' pre-activations and one over its cell
+    state (a variant of Ba et al., 2016). It keeps LSTMCell's weights; it ignores dropout and the activation
+    arguments, and needs use_bias=True."""
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self.gate_norm = keras.layers.LayerNormalization()
+        self.gate_norm.build((None, 4 * self.units))
+        self.cell_norm = keras.layers.LayerNormalization()
+        self.cell_norm.build((None, self.units))
+
+    def call(self, inputs, states, training=False):
+        h, c = states
+        z = self.gate_norm(inputs @ self.kernel + h @ self.recurrent_kernel) + self.bias
+        i, f, g, o = keras.ops.split(z, 4, axis=-1)  # Keras' gate order: input, forget, cell, output
+        c = keras.ops.sigmoid(f) * c + keras.ops.sigmoid(i) * keras.ops.tanh(g)
+        h = keras.ops.sigmoid(o) * keras.ops.tanh(self.cell_norm(c))
+        return h, [h, c]
+
+
+def padded_and_more_layers(units, steps, features):
+    """The LSTM layer, the same layer again (to be called with a mask), a layer-normalized cell in RNN,
+    and Bidirectional(LSTM)."""
+    layers = {
+        "LSTM": keras.layers.LSTM(units, return_sequences=True),
+        "LSTM, right-padded mask": keras.layers.LSTM(units, return_sequences=True),
+        "RNN(LayerNormLSTMCell)": keras.layers.RNN(LayerNormLSTMCell(units), return_sequences=True),
+        "Bidirectional(LSTM)": keras.layers.Bidirectional(keras.layers.LSTM(units, return_sequences=True)),
+    }
+    for layer in layers.values():
+        layer.build((None, steps, features))
+    return layers
+
+
+@checks.arguments(batch=checks.whole(1, 4096), steps=checks.whole(1, 10_000), features=checks.whole(1, 4096),
+                  units=checks.whole(1, 4096))
+def padded_and_more_variants(batch=32, steps=50, features=32, units=128):
+    """One training step of each of padded_and_more_layers, the masked one with half its batch's
+    sequences padded by up to half their length."""
+    layers = padded_and_more_layers(units, steps, features)
+    x = tf.random.stateless_normal([batch, steps, features], seed=(1, 2))
+    lengths = tf.random.stateless_uniform([batch], seed=(5, 6), minval=steps // 2, maxval=steps + 1, dtype=tf.int32)
+    mask = tf.sequence_mask(lengths, steps)
+    steps_of = {}
+    for name, layer in layers.items():
+        call = functools.partial(layer, x, mask=mask) if "mask" in name else functools.partial(layer, x)
+        width = 2 * units if name.startswith("Bidirectional") else units
+        target = tf.random.stateless_normal([batch, steps, width], seed=(3, 4))
+        steps_of[name] = tf.function(functools.partial(train_step, call, target, layer.trainable_variables))
+    return steps_of
