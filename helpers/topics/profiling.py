@@ -97,11 +97,12 @@ def op_table(table: Any, top: int = 12) -> Any:
     return grouped.head(top).round({"total ms": 3, "mean ms": 4, "share": 3})
 
 
-def step_table(table: Any) -> Any:
-    """One row per traced step: start, duration, and the gap before the next step begins."""
-    steps = table[(table["name"] == STEP_EVENT) & table["step_num"].notna()].sort_values("start_ms")
+def step_table(table: Any, event: str = STEP_EVENT) -> Any:
+    """One row per traced step (spans named ``event`` with a step number; Keras' TensorBoard callback
+    names its spans ``"Profiled batch"``): start, duration, and the gap before the next step begins."""
+    steps = table[(table["name"] == event) & table["step_num"].notna()].sort_values("start_ms")
     if steps.empty:
-        raise ValueError(f"the trace holds no '{STEP_EVENT}' step events: was each step recorded in a Trace(\"train\", step_num=...) span?")
+        raise ValueError(f"the trace holds no '{event}' step events: was each step recorded in a Trace({event!r}, step_num=...) span?")
     result = steps[["step_num", "start_ms", "duration_ms"]].astype({"step_num": int}).set_index("step_num")
     ends = result["start_ms"] + result["duration_ms"]
     result["gap after ms"] = (result["start_ms"].shift(-1) - ends).round(3)
@@ -155,15 +156,61 @@ def timeline_figure(table: Any, title: str = "") -> Any:
 
 
 def tensorboard_hint(logdir: str | Path) -> str:
-    """How to open the same trace in TensorBoard's profile plugin, whether or not it is installed."""
+    """How to open the same trace in the standard viewer (XProf, TensorBoard's profile plugin)."""
     import importlib.util
 
-    installed = importlib.util.find_spec("tensorboard_plugin_profile") is not None
-    command = f"tensorboard --logdir {logdir}"
-    if installed:
-        return f"open it with: {command}  (then the Profile tab)"
-    return (f"TensorBoard is not installed (TensorFlow 2.21 no longer pulls it in). To browse the same trace: "
-            f"pip install tensorboard tensorboard-plugin-profile, then {command} (Profile tab), or use XProf")
+    if importlib.util.find_spec("xprof") is not None:
+        return f"open it with: xprof --logdir {logdir}  (or tensorboard --logdir {logdir}, then its Profile tab)"
+    return (f"The viewer is not installed (the workbook reads traces itself). To browse the same trace: "
+            f"pip install xprof, then xprof --logdir {logdir} (a web page on port 8791), "
+            f"or with xprof installed: tensorboard --logdir {logdir}, then its Profile tab")
+
+
+#: The python tracer's events are named "$<file>:<line> <function>" (XLA's python_hooks).
+PYTHON_EVENT = "$"
+#: The host tracer's name for an eager op run from Python: "EagerLocalExecute: <op>".
+EAGER_OP = "EagerLocalExecute: "
+
+
+def python_summary(table: Any) -> str:
+    """How many Python function events (the python tracer's ``$file:line function``) a trace holds."""
+    calls = table[table["name"].str.startswith(PYTHON_EVENT)]
+    if calls.empty:
+        return "0 Python function events (names starting with $) in the trace"
+    top = calls.groupby("name")["duration_ms"].sum().sort_values(ascending=False)
+    return f"{len(calls)} Python function events; the longest in total: {top.index[0]} ({top.iloc[0]:.1f} ms)"
+
+
+@checks.arguments(top=checks.whole(1, 10_000))
+def gap_ops(table: Any, top: int = 8) -> Any:
+    """The eager ops that started on the steps' thread between one recorded step's end and the next
+    one's start: calls, total ms and share of all gap time, largest first. ``attrs``: ``gap_ms`` (the
+    gaps' total), ``gaps`` (how many) and ``eager_ms`` (every such op, beyond the ``top`` rows)."""
+    steps = step_table(table)
+    thread = table.loc[table["name"] == STEP_EVENT, "thread"].iloc[0]
+    ends = (steps["start_ms"] + steps["duration_ms"]).to_numpy()[:-1]
+    starts = steps["start_ms"].to_numpy()[1:]
+    eager = table[(table["thread"] == thread) & table["name"].str.startswith(EAGER_OP)]
+    inside = [any(a <= t < b for a, b in zip(ends, starts, strict=True)) for t in eager["start_ms"]]
+    eager = eager[inside].assign(op=lambda t: t["name"].str.slice(len(EAGER_OP)))
+    grouped = eager.groupby("op")["duration_ms"].agg(["count", "sum"]).sort_values("sum", ascending=False)
+    gap_ms = float((starts - ends).sum())
+    grouped.columns = ["calls", "total ms"]
+    grouped["share of gaps"] = grouped["total ms"] / gap_ms if gap_ms > 0 else math.nan
+    result = grouped.head(top).round({"total ms": 2, "share of gaps": 3})
+    result.attrs.update(gap_ms=gap_ms, gaps=len(starts), eager_ms=float(grouped["total ms"].sum()))
+    return result
+
+
+def gap_summary(ops: Any) -> str:
+    """One line reading ``gap_ops``: the gaps' total, the eager ops' part and the op that took most."""
+    gap_ms, eager_ms, gaps = ops.attrs.get("gap_ms", math.nan), ops.attrs.get("eager_ms", math.nan), ops.attrs.get("gaps", 0)
+    head = f"the {gaps} gaps between recorded steps: {gap_ms:.1f} ms in all"
+    if ops.empty:
+        return f"{head}; no eager op started in them"
+    return (f"{head}; eager ops ran for {eager_ms:.1f} ms of it ({eager_ms / gap_ms:.0%}), {ops.index[0]} the most "
+            f"({ops['total ms'].iloc[0]:.1f} ms in {ops['calls'].iloc[0]} calls); the rest is the feed's own Python and "
+            f"NumPy work between those ops")
 
 
 def check_slowest_op(table: Any, answer: Any) -> Feedback:
