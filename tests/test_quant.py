@@ -193,3 +193,42 @@ def test_latency_tables(trained):
         model_latency.latency_table(contents, x_test[:1], threads=(0,))
     with pytest.raises(ValueError, match="size"):
         model_latency.mobilenet_experiment(size=8)
+
+
+def test_integer_modes_their_ops_and_the_summary(trained):
+    model, x, x_test, y_test = trained
+    contents = {mode: quant.convert(model, mode, x[:50]) for mode in ("float32", "int8", *quant.MORE_MODES)}
+    fallback, _ = quant.make_interpreter(contents["int8, float fallback"])
+    int8, _ = quant.make_interpreter(contents["int8"])
+    x16, _ = quant.make_interpreter(contents["16x8"])
+    assert fallback.get_input_details()[0]["dtype"] == np.float32 and int8.get_input_details()[0]["dtype"] == np.int8
+    assert "int16" in quant.op_dtypes(x16) and "int8" in quant.op_dtypes(fallback)
+    ops = int8._get_ops_details()
+    assert sum(quant.op_dtypes(int8).values()) == sum(op["op_name"] != "DELEGATE" for op in ops) < len(ops)
+    table = quant.quant_table(model, contents, x_test, y_test, repeats=5)
+    lines = quant.modes_summary(table).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["int8", *quant.MORE_MODES]
+    assert all("x smaller, agrees with Keras on" in line and "quartile ratios" in line for line in lines)
+    with pytest.raises(ValueError, match="16x8 needs representative"):
+        quant.convert(model, "16x8")
+
+
+def test_layer_errors_read_the_debugger_statistics():
+    import io
+
+    import pandas as pd
+
+    csv = ("op_name,tensor_idx,num_elements,stddev,mean_error,max_abs_error,mean_squared_error,scale,zero_point,tensor_name\n"
+           "CONV_2D,3,100,0.1,0.0,0.5,0.0009,0.1,-128,seq/conv2d/Relu;seq/conv2d/BiasAdd\n"
+           "MAX_POOL_2D,4,25,0.1,0.0,0.0,0.0,0.1,-128,seq/pool/MaxPool2d\n"
+           "FULLY_CONNECTED,7,10,0.1,0.01,0.9,0.04,0.1,3,seq/dense/MatMul;seq/dense/BiasAdd\n")
+    stats = pd.read_csv(io.StringIO(csv))
+    with pytest.raises(ValueError, match="rmse/scale"):
+        quant.layer_errors(stats)
+    stats["rmse/scale"] = np.sqrt(stats["mean_squared_error"]) / stats["scale"]
+    table = quant.layer_errors(stats)
+    assert list(table["layer"]) == ["seq/dense", "seq/conv2d", "seq/pool"]  # largest rmse/scale first: 2.0, 0.3, 0
+    assert list(table["rmse/scale"]) == [2.0, 0.3, 0.0] and table["tensor_name"][0].startswith("seq/dense/MatMul")
+    line = quant.layer_errors_summary(table)
+    assert line.startswith("largest rmse/scale: 2.000 at seq/dense (FULLY_CONNECTED), 6.93x rounding alone (0.289)")
+    assert line.endswith("1 of the 2 layers that round are above twice that")

@@ -29,15 +29,19 @@ def train_small_cnn(x, y, epochs=3, width=16, seed=0):
 
 def convert(model, mode, representative=None):
     """The .tflite bytes of a Keras model. mode: "float32", "dynamic range", "int8" (calibrated on
-    the representative inputs, int8 in and out) or "float16"."""
+    the representative inputs, int8 in and out), "float16", or section 7's "int8, float fallback" and
+    "16x8" (both calibrated, float32 in and out)."""
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if mode != "float32":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]  # alone: dynamic range
-    if mode == "int8":
+    if mode in ("int8", "int8, float fallback", "16x8"):
         converter.representative_dataset = lambda: ([representative[i:i + 1]] for i in range(len(representative)))
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    if mode == "int8":
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]  # every op in int8, or fail
         converter.inference_input_type = tf.int8
         converter.inference_output_type = tf.int8
+    elif mode == "16x8":  # int16 activations, int8 weights
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
     elif mode == "float16":
         converter.target_spec.supported_types = [tf.float16]
     return converter.convert()

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import io
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from helpers import checks
@@ -23,6 +23,11 @@ from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 
 MODES = ("float32", "dynamic range", "int8", "float16")
+#: The other integer modes of section 7: calibrated like int8, float32 in and out.
+MORE_MODES = ("int8, float fallback", "16x8")
+CALIBRATED = ("int8", *MORE_MODES)
+#: The rms rounding error of a uniform quantizer, in units of its scale: 1/sqrt(12).
+ROUNDING_FLOOR = 12 ** -0.5
 KIB = 1024
 
 
@@ -70,11 +75,11 @@ def train(x: Any, y: Any, epochs: int = 3, width: int = 16, seed: int = 0) -> An
 def convert(model: Any, mode: str, representative: Any = None) -> bytes:
     """The notebook's ``convert``, quietly, after checking ``mode`` (one of ``MODES``) and that
     ``int8`` has ``representative`` inputs."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    if mode == "int8" and (representative is None or len(representative) == 0):
-        raise ValueError("int8 needs representative inputs to calibrate activation ranges")
-    if mode == "int8":
+    if mode not in MODES + MORE_MODES:
+        raise ValueError(f"mode must be one of {MODES + MORE_MODES}, got {mode!r}")
+    if mode in CALIBRATED and (representative is None or len(representative) == 0):
+        raise ValueError(f"{mode} needs representative inputs to calibrate activation ranges")
+    if mode in CALIBRATED:
         import numpy as np
 
         values = np.asarray(representative)
@@ -152,12 +157,12 @@ def quant_table(model: Any, contents: Mapping[str, bytes], x_test: Any, y_test: 
 @checks.arguments(width=checks.whole(1, 4096), epochs=checks.whole(1, 1000), n_train=checks.whole(1, 10**7),
                   repeats=checks.repeats)
 def quant_experiment(width: int = 16, epochs: int = 3, n_train: int = 6000, repeats: int = 200,
-                     on_progress: ProgressFn | None = None) -> Any:
-    """Train a CNN of ``width`` on ``n_train`` generated images, convert it every way, then
-    ``quant_table`` on 1,000 held-out ones: the experiment behind notebook 11's first widget."""
+                     modes: Sequence[str] = MODES, on_progress: ProgressFn | None = None) -> Any:
+    """Train a CNN of ``width`` on ``n_train`` generated images, convert it each of ``modes`` ways,
+    then ``quant_table`` on 1,000 held-out ones: the experiment behind notebook 11's first widget."""
     x, y, x_test, y_test = dataset(n_train, 1000)
     model = train(x, y, epochs=epochs, width=width)
-    contents = {mode: convert(model, mode, x[:200]) for mode in MODES}
+    contents = {mode: convert(model, mode, x[:200]) for mode in modes}
     return quant_table(model, contents, x_test, y_test, repeats=repeats, on_progress=on_progress)
 
 
@@ -239,3 +244,48 @@ BENCHMARKS = [
                measure=_size_table, baseline="float32", variant="int8", unit="bytes", kind="size ratio",
                quick={"small": True}, full={}, bound=lambda: 4.0),
 ]
+
+
+def op_dtypes(interpreter: Any) -> dict[str, int]:
+    """How many of a LiteRT model's ops produce each output dtype (``{"int8": 9, "float32": 2}``);
+    the ``DELEGATE`` nodes XNNPACK adds beside the ops it takes over are not counted."""
+    import numpy as np
+
+    dtypes = {t["index"]: np.dtype(t["dtype"]).name for t in interpreter.get_tensor_details()}
+    counts: dict[str, int] = {}
+    for op in interpreter._get_ops_details():  # LiteRT's op list (private, long-standing)
+        if op["op_name"] == "DELEGATE":
+            continue
+        name = dtypes.get(op["outputs"][0], "-") if len(op["outputs"]) else "-"
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def modes_summary(table: Any) -> str:
+    """One line per mode against float32: size, agreement with Keras and the speed verdict."""
+    from helpers import verdicts
+
+    timings, base = table.attrs.get("timings", {}), table.loc["float32"]
+    return "\n".join(f"{mode}: {base['size KiB'] / row['size KiB']:.1f}x smaller, agrees with Keras on {row['agrees with Keras']:.1%}; "
+                     + verdicts.verdict_of(timings, mode, "float32") for mode, row in table.drop(index="float32").iterrows())
+
+
+def layer_errors(stats: Any) -> Any:
+    """The debugger's per-layer statistics (``layer_statistics_dump`` read into a table, with a
+    ``rmse/scale`` column), largest error first, each with a short layer name from its tensor name."""
+    for column in ("rmse/scale", "tensor_name", "op_name"):
+        if column not in stats:
+            raise ValueError(f"the statistics need a {column!r} column (add rmse/scale = sqrt(mean_squared_error) / scale)")
+    table = stats.assign(layer=stats["tensor_name"].str.split(";").str[0].str.rsplit("/", n=1).str[0])  # "model/layer/Op"
+    table = table.sort_values("rmse/scale", ascending=False)[["layer", "op_name", "rmse/scale", "mean_error", "tensor_name"]]
+    return table.reset_index(drop=True).round({"rmse/scale": 3})
+
+
+def layer_errors_summary(table: Any) -> str:
+    """The layer with the largest error, against the rounding floor (1/sqrt(12) steps), and how
+    many of the layers that round (error above zero: pooling and reshaping pass values through) exceed twice it."""
+    top, rounding = table.iloc[0], table[table["rmse/scale"] > 0.001]
+    over = int((rounding["rmse/scale"] > 2 * ROUNDING_FLOOR).sum())
+    return (f"largest rmse/scale: {top['rmse/scale']:.3f} at {top['layer']} ({top['op_name']}), "
+            f"{top['rmse/scale'] / ROUNDING_FLOOR:.2f}x rounding alone ({ROUNDING_FLOOR:.3f}); "
+            f"{over} of the {len(rounding)} layers that round are above twice that")
