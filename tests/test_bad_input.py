@@ -28,7 +28,7 @@ MODULES = [
     "helpers.timing", "helpers.verdicts", "helpers.env", "helpers.widgets", "helpers.fdlog", "helpers.onednn",
     "helpers.rss", "helpers.utilization",
     "helpers.topics.capstone", "helpers.topics.cpu_report", "helpers.topics.cputune", "helpers.topics.data_service",
-    "helpers.topics.distribute", "helpers.topics.fused", "helpers.topics.graphs", "helpers.topics.memory",
+    "helpers.topics.distribute", "helpers.topics.distribute_input", "helpers.topics.fused", "helpers.topics.graphs", "helpers.topics.memory",
     "helpers.topics.model_latency", "helpers.topics.pipelines", "helpers.topics.precision",
     "helpers.topics.profiling", "helpers.topics.quant", "helpers.topics.retracing", "helpers.topics.rnn",
     "helpers.topics.start", "helpers.worker", "helpers.topics.jobfile", "helpers.topics.tuning",

@@ -8,6 +8,7 @@ checkpoint, the tf.data service sweep) is tested there, under nbval, not run aga
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 import time
@@ -261,3 +262,37 @@ def test_cluster_experiment_reports_progress(tmp_path):
     assert list(table.index) == ["worker:0"] and calls == [(0, 1), (1, 1)]
     table = distribute.cluster_experiment("keras-fit", workers=1, steps=2, programs=programs)
     assert list(table.columns) == ["error"]  # the --keras-fit mode of the same program
+
+
+def _shard_results(rows):
+    return {task: cluster.TaskResult(task, 0, "TensorFlow banner\n" + json.dumps(row) + "\n", []) for task, row in rows.items()}
+
+
+def test_sharding_table_reads_each_workers_line_and_counts_overlaps():
+    from helpers.topics import distribute_input
+
+    by_file = {"worker:0": list(range(0, 8)) + list(range(16, 24)), "worker:1": list(range(8, 16)) + list(range(24, 32))}
+    everything = {"worker:0": list(range(32)), "worker:1": list(range(32))}
+    every_other = {"worker:0": list(range(0, 32, 2)), "worker:1": list(range(1, 32, 2))}
+    half_lost = {"worker:0": list(range(8)), "worker:1": list(range(8, 16))}
+    ways = {"FILE": by_file, "DATA": every_other, "OFF": everything, "distribute_datasets_from_function": half_lost}
+    rows = {t: {"task": t, **{way: got[t] for way, got in ways.items()}} for t in ("worker:0", "worker:1")}
+    table = distribute_input.records_table(_shard_results(rows), per_file=8, files=4)
+    assert table.loc["FILE", "worker:0 got"] == "0-7, 16-23" and table.loc["FILE", "files per worker"] == "2"
+    assert table.loc["DATA", "files per worker"] == "4" and table.loc["DATA", "received more than once"] == 0
+    assert table.loc["OFF", "received more than once"] == 32 and table.loc["OFF", "received by no worker"] == 0
+    assert table.loc["distribute_datasets_from_function", "received by no worker"] == 16
+    lines = distribute_input.sharding_summary(table)
+    assert lines["FILE"] == "each worker got records from 2 of the 4 files; each record received once"
+    assert lines["OFF"].endswith("32 of 32 records received more than once, 0 by no worker")
+    uneven = {t: {**rows[t], "FILE": by_file["worker:0"] + [8] if t == "worker:0" else by_file[t]} for t in rows}
+    assert distribute_input.records_table(_shard_results(uneven)).loc["FILE", "files per worker"] == "2 to 3"
+    assert lines["distribute_datasets_from_function"].endswith("0 of 32 records received more than once, 16 by no worker")
+
+
+def test_sharding_table_names_a_worker_that_printed_no_line():
+    from helpers.topics import distribute_input
+
+    results = {"worker:0": cluster.TaskResult("worker:0", 1, "Traceback ...\nValueError: boom\n", [])}
+    with pytest.raises(RuntimeError, match="worker:0 printed no result line"):
+        distribute_input.records_table(results)

@@ -124,6 +124,11 @@ TAUGHT: dict[str, list[str]] = {
         "tf.data.experimental.service.WorkerServer(", "tf.data.experimental.service.WorkerConfig(",
         "tf.data.experimental.service.distribute(", 'processing_mode=', '"parallel_epochs"', '"distributed_epoch"',
         "os.sched_setaffinity(", "tf.compat.v1.train",
+        "tf.config.set_logical_device_configuration(", "tf.config.LogicalDeviceConfiguration()",
+        "mirrored.num_replicas_in_sync", "learning_rate)", "auto_shard_policy = policy", "tf.data.experimental.AutoShardPolicy",
+        "strategy.distribute_datasets_from_function(per_worker)", "context.num_input_pipelines", "context.input_pipeline_id",
+        "context.get_per_replica_batch_size(", "tf.distribute.experimental.PreemptionCheckpointHandler(", "handler.run(train_step, batch)",
+        "signal.SIGTERM", "optimizer.iterations", "state.restore(saved)",
     ],
     "14_profile_and_tune_a_job.ipynb": [
         "tf.profiler.experimental.start(", 'tf.profiler.experimental.Trace("train", step_num=step, _r=1)',

@@ -31,10 +31,12 @@ VALID = {
     "PS_PROGRAM": (["--steps", "5"], CONFIG),
     "DATA_SERVICE_SERVER": ([], SERVICE),
     "DATA_SERVICE_TRAINER": (["--start-timeout", "2"], None),
+    # Any existing file passes the program's own check (records are read only after TensorFlow loads): its own source.
+    "SHARDING_WORKER": (["{tmp}/sharding_worker.py"], None),
 }
 WHOLE = [("MWMS_WORKER", "--steps"), ("MWMS_WORKER", "--batch"), ("MWMS_WORKER", "--every"),
          ("PS_PROGRAM", "--steps"), ("PS_PROGRAM", "--batch"),
-         ("DATA_SERVICE_TRAINER", "--examples"), ("DATA_SERVICE_TRAINER", "--repeats")]
+         ("DATA_SERVICE_TRAINER", "--examples"), ("DATA_SERVICE_TRAINER", "--repeats"), ("SHARDING_WORKER", "--batch")]
 OTHER = [("MWMS_WORKER", "--start-timeout"), ("DATA_SERVICE_TRAINER", "--cpus"), ("DATA_SERVICE_SERVER", "--cpus"),
          ("DATA_SERVICE_TRAINER", "--service"), ("DATA_SERVICE_TRAINER", "--start-timeout"),
          ("DATA_SERVICE_SERVER", "--start-timeout")]
@@ -95,6 +97,11 @@ def test_checkpoints_naming_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("")
     assert_refused(run("MWMS_WORKER", ["--steps", "5", "--checkpoints", str(tmp_path / "file")], CONFIG, tmp_path),
                    "--checkpoints", "is a file, not a folder")
+
+
+def test_the_sharding_worker_refuses_a_missing_file_and_no_files(tmp_path):
+    assert_refused(run("SHARDING_WORKER", [str(tmp_path / "missing.tfrecord")], None, tmp_path), "no such files", "missing.tfrecord")
+    assert_refused(run("SHARDING_WORKER", [], None, tmp_path), "files")
 
 
 @pytest.mark.parametrize("program", ["DATA_SERVICE_SERVER", "DATA_SERVICE_TRAINER"])

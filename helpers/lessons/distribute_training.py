@@ -78,7 +78,8 @@ again after a failure, resumes from the last checkpoint. Start the same file on 
 with its own TF_CONFIG, all pointing --checkpoints at one folder they can all reach:
     TF_CONFIG='{"cluster": {"worker": ["host-a:2222", "host-b:2222"]}, "task": {"type": "worker", "index": 0}}' \\
         python mwms_worker.py --steps 20 --checkpoints /shared/checkpoints
-With --keras-fit it tries Keras' model.fit under the same strategy instead, and reports the error.
+With --keras-fit it tries Keras' model.fit under the same strategy instead, and reports the error. With
+--on-preemption a SIGTERM to any worker makes every worker save at the next step and exit 42, for a restart.
 """
 import argparse
 import os
@@ -92,6 +93,7 @@ parser.add_argument("--checkpoints", type=worker.folder, required=True,
                     help="the chief's checkpoint folder (worker 0 when TF_CONFIG lists no chief)")
 parser.add_argument("--every", type=worker.whole(1), default=10, help="save a checkpoint every this many steps")
 parser.add_argument("--keras-fit", action="store_true", help="try Keras' model.fit instead of the loop")
+parser.add_argument("--on-preemption", action="store_true", help="on SIGTERM, every worker saves at the next step, then exits 42")
 parser.add_argument("--start-timeout", type=worker.seconds, default=180, help="give up if the other workers do not answer in time")
 args = parser.parse_args()
 
@@ -122,11 +124,14 @@ manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
 latest = tf.train.latest_checkpoint(args.checkpoints)  # always the chief's folder
 if latest:
     checkpoint.restore(latest)
+# On a preemption notice (SIGTERM) to any worker, every worker saves at its next handler.run, then exits 42.
+handler = tf.distribute.experimental.PreemptionCheckpointHandler(strategy.cluster_resolver, manager) if args.on_preemption else None
 procs.emit({"task": name, "event": "start", "step": int(step), "restored": os.path.basename(latest or "nothing")})
 
+loss = None  # stays None when the checkpoint already holds the last step
 batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch).skip(int(step))  # only the batches not yet trained on
 for batch in strategy.experimental_distribute_dataset(batches):
-    loss = train_step(batch)
+    loss = handler.run(train_step, batch) if handler else train_step(batch)
     step.assign_add(1)
     procs.emit({"task": name, "event": "step", "step": int(step), "loss": float(loss)})
     if int(step) % args.every == 0:
@@ -134,7 +139,66 @@ for batch in strategy.experimental_distribute_dataset(batches):
 
 w, b = variables["w"].numpy(), variables["b"].numpy()
 procs.emit({"task": name, "event": "done", "step": int(step), "replicas": strategy.num_replicas_in_sync,
-            "last_loss": float(loss), "weights_sha": weights_digest([w, b]), "w": w.ravel().round(6).tolist()})
+            "last_loss": None if loss is None else float(loss), "weights_sha": weights_digest([w, b]), "w": w.ravel().round(6).tolist()})
+'''
+
+
+SHARDING_WORKER = '''\
+"""Which records each worker of a MultiWorkerMirroredStrategy job reads, for each way of splitting the
+input across workers. It needs only TensorFlow. Start it on every worker, each with its own TF_CONFIG,
+naming the same files (without TF_CONFIG it runs as a job of one worker):
+    TF_CONFIG='{"cluster": {"worker": ["host-a:2222", "host-b:2222"]}, "task": {"type": "worker", "index": 0}}' \\
+        python sharding_worker.py /shared/shards/*.tfrecord
+Each record holds a whole number as text. It prints one JSON line: the records this worker read, each way.
+"""
+import argparse
+import json
+import os
+
+parser = argparse.ArgumentParser(prog="sharding_worker.py")
+parser.add_argument("files", nargs="+", help="TFRecord files whose records are whole numbers as text")
+parser.add_argument("--batch", type=int, default=4, help="global batch size")
+args = parser.parse_args()
+if missing := [f for f in args.files if not os.path.isfile(f)]:
+    parser.error(f"no such files: {missing}")
+if args.batch < 1:
+    parser.error(f"--batch must be at least 1, got {args.batch}")
+
+import tensorflow as tf  # noqa: E402 - after the arguments are checked
+
+FILES = sorted(args.files)
+strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG, waits for every worker
+
+
+def read(filenames):
+    """Every record of the files, file after file, as a number."""
+    return filenames.flat_map(tf.data.TFRecordDataset).map(lambda record: tf.strings.to_number(record, tf.int64))
+
+
+def split_by_policy(policy):
+    """The whole input in global batches; the strategy splits it across the workers by `policy`."""
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = policy
+    dataset = read(tf.data.Dataset.from_tensor_slices(FILES)).batch(args.batch).with_options(options)
+    return strategy.experimental_distribute_dataset(dataset)
+
+
+def per_worker(context):
+    """Called once per worker with its tf.distribute.InputContext: this worker's files, in per-replica batches."""
+    files = tf.data.Dataset.from_tensor_slices(FILES).shard(context.num_input_pipelines, context.input_pipeline_id)
+    return read(files).batch(context.get_per_replica_batch_size(args.batch))
+
+
+def records(distributed):
+    """The records this worker's replicas received, sorted."""
+    return sorted(int(n) for batch in distributed for part in strategy.experimental_local_results(batch) for n in part.numpy())
+
+
+row = {"task": f"worker:{strategy.cluster_resolver.task_id or 0}"}
+for name in ("FILE", "DATA", "OFF"):
+    row[name] = records(split_by_policy(getattr(tf.data.experimental.AutoShardPolicy, name)))
+row["distribute_datasets_from_function"] = records(strategy.distribute_datasets_from_function(per_worker))
+print(json.dumps(row), flush=True)
 '''
 
 

@@ -15,8 +15,8 @@ notebooks (and, where something else reuses it, exported to ``helpers.lessons``)
 - ``cputune`` (08, 10): workloads timed in fresh processes per thread/oneDNN/allocator setting
 - ``quant`` (11): TFLite conversion modes run with LiteRT
 - ``precision`` (12): mixed precision under fit, oneDNN's instruction sets and kernels, the batch sweep
-- ``distribute``, ``data_service`` (13): strategy tables and timings, the notebook's worker programs as local
-  ``TF_CONFIG`` clusters, the resume demo's logs, the tf.data service sweep
+- ``distribute``, ``distribute_input``, ``data_service`` (13): strategy tables and timings, the notebook's worker programs as local
+  ``TF_CONFIG`` clusters, the records each worker received, the resume demo's logs, the tf.data service sweep
 - ``profiling``, ``capstone`` (14): XPlane traces as tables, the naive-to-tuned job in fresh processes
 - ``jobfile``, ``tuning``, ``tune_report`` (16, and ``python -m helpers.tune``): the job-file contract
   and its exercise check, the trials in fresh processes under a budget, the ranked report
