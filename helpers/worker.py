@@ -6,6 +6,7 @@ Started from a terminal, such a program is a command-line tool: a user error (no
 bad JSON, a task the cluster does not list) prints one line and exits 2, never a traceback. An
 unreachable peer makes ``MultiWorkerMirroredStrategy`` wait for ever, and TensorFlow's
 coordination service catches SIGTERM meanwhile; ``startup_deadline`` has a watcher process end it.
+``short_error`` is the one line a task reports for an exception (Keras' error under a strategy).
 """
 
 from __future__ import annotations
@@ -159,3 +160,11 @@ def startup_deadline(seconds: float, waiting_for: str) -> Iterator[None]:
     finally:
         watcher.stdin.close()  # the watcher sees the end of its input and exits quietly
         watcher.wait()
+
+
+def short_error(exc: BaseException) -> str:
+    """``Type: first line`` of an exception a task reports, with a ``PerReplica:{...}`` dump shortened."""
+    import re
+
+    text = re.sub(r"\(PerReplica:\{.*\}\) with", "(PerReplica:{...}) with", str(exc), flags=re.S)
+    return f"{type(exc).__name__}: {(text.splitlines() or [''])[0][:300]}"

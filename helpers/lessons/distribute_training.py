@@ -204,7 +204,7 @@ print(json.dumps(row), flush=True)
 
 import keras
 
-from helpers.topics.distribute import short_error
+from helpers.worker import short_error
 
 
 def try_keras_fit(strategy, dataset, steps_per_epoch=None):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -57,12 +56,6 @@ def weights_digest(values: Sequence[Any]) -> str:
     for value in values:
         digest.update(value.tobytes())
     return digest.hexdigest()[:16]
-
-
-def short_error(exc: BaseException) -> str:
-    """``Type: first line`` of an exception, with a ``PerReplica:{...}`` dump shortened."""
-    text = re.sub(r"\(PerReplica:\{.*\}\) with", "(PerReplica:{...}) with", str(exc), flags=re.S)
-    return f"{type(exc).__name__}: {(text.splitlines() or [''])[0][:300]}"
 
 
 def variable_devices(strategy: Any, variables: Mapping[str, Any]) -> Any:
