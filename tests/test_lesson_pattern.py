@@ -135,6 +135,7 @@ TAUGHT: dict[str, list[str]] = {
         "tf.profiler.experimental.stop()", "tf.compat.v1.nn.fused_batch_norm(", "exponential_avg_factor=", "keras.mixed_precision.set_global_policy(policy)",
         "@tf.function", "tf.GradientTape()", "optimizer.apply(", "for _ in tf.range(steps)", "next(iterator)",
         "make_pipeline(", 'cache="after_decode"', "prefetch=True", ".repeat()", "CAPSTONE_CHILD", "subprocess.run(",
+        '{"TF_ENABLE_ONEDNN_OPTS": "1"}', "stage_environment(stage_settings(",
     ],
     "16_tune_your_own_job.ipynb": [
         "dataset.take(steps)", "dataset.take(1).cache().repeat()", "model.fit(", "steps_per_epoch=steps",

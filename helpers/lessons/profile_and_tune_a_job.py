@@ -97,7 +97,8 @@ def python_feed(paths, batch=64):
 
 
 NAIVE = {"feed": "python", "parallel": False, "vectorized": False, "interleave": False, "cache": "none",
-         "prefetch": False, "fused_batch_norm": False, "policy": "float32", "batch": 64, "steps_per_call": 1}
+         "prefetch": False, "fused_batch_norm": False, "policy": "float32", "batch": 64, "steps_per_call": 1,
+         "onednn": "default"}
 STAGES = [  # (name, what it changes)
     ("naive", {}),
     ("+ tf.data with a parallel map", {"feed": "tf.data", "parallel": True}),
@@ -108,7 +109,13 @@ STAGES = [  # (name, what it changes)
     ("+ mixed_bfloat16", {"policy": "mixed_bfloat16"}),
     ("+ batch 128", {"batch": 128}),
     ("+ 8 steps per call", {"steps_per_call": 8}),
+    ("+ oneDNN on", {"onednn": "on"}),  # TF_ENABLE_ONEDNN_OPTS=1 in the environment, before TensorFlow starts
 ]
+
+
+def stage_environment(settings):
+    """The environment variables a stage's process starts with: oneDNN is chosen before TensorFlow loads."""
+    return {"TF_ENABLE_ONEDNN_OPTS": "1"} if settings["onednn"] == "on" else {}
 
 
 def stage_settings(index, skip=()):
@@ -121,7 +128,8 @@ def stage_settings(index, skip=()):
 
 
 CAPSTONE_CHILD = '''\
-"""Train at one capstone stage, print images/s: capstone_child.py --stage 8 --shards DIR --images 2048"""
+"""Train at one capstone stage, print images/s: capstone_child.py --stage 8 --shards DIR --images 2048
+The last stage, "+ oneDNN on", runs with TF_ENABLE_ONEDNN_OPTS=1 in its environment (stage_environment)."""
 import argparse
 import glob
 

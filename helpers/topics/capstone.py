@@ -63,7 +63,9 @@ def stage_code(settings: dict[str, Any]) -> list[str]:
     model = _call("make_model", [], {k: settings[k] for k in ("fused_batch_norm", "policy")})
     k = settings["steps_per_call"]
     step = "loss = train_step(*next(batches))" if k == 1 else f"loss = train_steps(batches, tf.constant({k}))"
-    return [feed, f"train_step = make_train_step({model})", step]
+    environment = " ".join(f"{name}={value}" for name, value in lesson().stage_environment(settings).items())
+    started = f"# started with {environment}" if environment else "# started with TensorFlow's default oneDNN setting"
+    return [started, feed, f"train_step = make_train_step({model})", step]
 
 
 @checks.arguments(index=checks.whole(0), since=checks.optional(checks.whole(0)))
@@ -103,7 +105,9 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
             for n, index in enumerate(timing.rotated(run, r), start=1):
                 args = [sys.executable, str(program), "--stage", str(index), "--shards", str(shard_dir),
                         "--images", str(n_images), "--epochs", str(epochs), "--skip", *map(str, skip)]
-                (row,) = procs.run_rows(args, env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout, cwd=str(ROOT))
+                environment = lesson().stage_environment(lesson().stage_settings(index, skip))
+                (row,) = procs.run_rows(args, env={"TF_CPP_MIN_LOG_LEVEL": "2", **environment}, timeout=timeout,
+                                        cwd=str(ROOT))
                 seconds[index].extend(row["seconds"])
                 if on_progress is not None:
                     on_progress(r * len(run) + n, rounds * len(run))
