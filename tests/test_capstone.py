@@ -44,7 +44,7 @@ def test_diffs_name_what_the_stage_program_runs(lesson):
     assert [line[-22:] for line in capstone.stage_diff(7)] == ["e, batch=64).repeat())", ", batch=128).repeat())"]
     assert "policy='mixed_bfloat16'" in capstone.stage_diff(6)[-1]
     assert capstone.stage_diff(8, since=0)[0] == "- batches = python_feed(paths, 64)" and len(capstone.stage_diff(8, since=0)) == 6
-    assert capstone.stage_diff(9) == ["- # started with TensorFlow's default oneDNN setting", "+ # started with TF_ENABLE_ONEDNN_OPTS=1"]
+    assert capstone.stage_diff(9) == ["- # started with the oneDNN setting of the environment it inherits", "+ # started with TF_ENABLE_ONEDNN_OPTS=1"]
     assert [lesson.stage_environment(lesson.stage_settings(i)) for i in (8, 9)] == [{}, {"TF_ENABLE_ONEDNN_OPTS": "1"}]
 
 

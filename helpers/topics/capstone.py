@@ -64,7 +64,7 @@ def stage_code(settings: dict[str, Any]) -> list[str]:
     k = settings["steps_per_call"]
     step = "loss = train_step(*next(batches))" if k == 1 else f"loss = train_steps(batches, tf.constant({k}))"
     environment = " ".join(f"{name}={value}" for name, value in lesson().stage_environment(settings).items())
-    started = f"# started with {environment}" if environment else "# started with TensorFlow's default oneDNN setting"
+    started = f"# started with {environment}" if environment else "# started with the oneDNN setting of the environment it inherits"
     return [started, feed, f"train_step = make_train_step({model})", step]
 
 
