@@ -127,3 +127,12 @@ def test_waiting_for_a_port_where_nothing_listens_stops_with_one_line_and_exit_1
 def test_waiting_refuses_an_address_without_host_and_port(address):
     with pytest.raises(ValueError, match="host:port|empty"):
         worker.wait_until_listening(address, 1, "the dispatcher")  # "" is refused as empty
+
+
+def test_short_error_is_type_and_first_line_with_per_replica_dumps_shortened():
+    from helpers.worker import short_error
+
+    dump = ValueError("Dataset (PerReplica:{\n 0: <tf.Tensor ...>,\n 1: <tf.Tensor ...>\n}) with a bad shape\nmore detail")
+    assert short_error(dump) == "ValueError: Dataset (PerReplica:{...}) with a bad shape"
+    assert short_error(RuntimeError("")) == "RuntimeError: "
+    assert short_error(KeyError("x" * 400)) == "KeyError: '" + "x" * 299
