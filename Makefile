@@ -91,8 +91,7 @@ test: lint browser
 
 # The inner loop: lint, then the unit tests (no notebook runs, no browser) on both cores.
 quick: lint
-	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(PARALLEL) --durations=5 tests \
-		--ignore=tests/browser --ignore=tests/test_notebook_gates.py
+	WORKBOOK_SCALE=small $(BIN)/python -m pytest $(PARALLEL) --durations=5 -m "not browser" tests
 
 # One notebook fully: nbval, then its second run in JupyterLab with every widget clicked.
 # NB names one notebook.

@@ -111,10 +111,14 @@ def run_all(
         "stamp": stamp.text(machine, scale="quick" if quick else "full"),
         "quick": quick,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "load_at_start": _load(),
         "comparisons": [],
     }
     for comparison in tqdm(chosen, desc="bench", unit="comparison", file=sys.stderr):
         result["comparisons"].append(comparison.run(quick=quick))
+        # When the last record was taken and how busy the machine was: two runs that overlapped on
+        # the same cores show it (a load average above the usable cores), and a half run shows where it stopped.
+        result["ended"], result["load_at_end"] = time.strftime("%Y-%m-%dT%H:%M:%S%z"), _load()
         results.check(result)  # the format bench --gather reads: a bad record fails here, not in the room
         # Written after every comparison: an interrupted run keeps what it finished.
         fileio.atomic_write_text(out, json.dumps(result, indent=2, allow_nan=False) + "\n")
@@ -159,6 +163,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\n{result['stamp']}")
     print(f"\nwrote {args.out}")
     return 0
+
+
+def _load() -> list[float] | None:
+    """The system's load averages over 1, 5 and 15 minutes (runnable processes; compare with the
+    usable cores), or None where the system has none (Windows)."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def _usage(message: str) -> int:

@@ -8,6 +8,7 @@ modules, they import only this.
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from helpers.results import KINDS
 
 ID_PATTERN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
 REFERENCE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+#: The fewest timed samples of each side a record may rest on (a median of 3 shows the spread).
+MIN_SAMPLES = 3
 
 
 def resolve(fn: Callable[..., Any] | str) -> Callable[..., Any]:
@@ -40,7 +43,9 @@ class Comparison:
     parameters; ``bound()``, when given, is the largest ratio physics allows (the core count for
     threads); ``unit`` is what the medians count when they are not seconds (``"bytes"``);
     ``kind`` is what the ratio is, when not a speed-up (``results.KINDS``: ``"size ratio"``,
-    ``"share of bound"``), so that the room's figure does not draw it as one.
+    ``"share of bound"``), so that the room's figure does not draw it as one. A timing needs at least
+    ``MIN_SAMPLES`` samples of each side; ``deterministic=True`` says the measure is not a timing
+    (a file's size), so one sample is the whole truth and its zero-width spread is exact.
 
     ``make_variants`` and ``measure`` may be given as ``"package.module:function"``: lesson
     code exported from a notebook (``helpers.lessons``) is then imported only when the
@@ -60,6 +65,7 @@ class Comparison:
     bound: Callable[[], float] | None = None
     unit: str = "s"
     kind: str = "speed-up"
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id):
@@ -94,6 +100,7 @@ class Comparison:
         if missing:
             raise ValueError(f"{self.id}: the measurement did not return {sorted(missing)}")
         base, var = table.loc[self.baseline], table.loc[self.variant]
+        self._check_table(base, var)
         record = {
             "id": self.id,
             "baseline": self.baseline,
@@ -111,9 +118,23 @@ class Comparison:
             record["kind"] = self.kind
         if table.attrs.get("note"):
             record["note"] = str(table.attrs["note"])
+        if self.deterministic:
+            record["deterministic"] = True
         if self.bound is not None:
             record["bound"] = float(self.bound())
         return record
+
+    def _check_table(self, base: Any, var: Any) -> None:
+        """Refuse a measurement whose table would make a misleading record: too few samples for a
+        timing, or a ``speedup`` that is not the baseline's median over the variant's."""
+        counts = {self.baseline: int(base["repeats"]), self.variant: int(var["repeats"])}
+        if not self.deterministic and min(counts.values()) < MIN_SAMPLES:
+            raise ValueError(f"{self.id}: {counts} timed samples; a timing needs at least {MIN_SAMPLES} of each "
+                             "(deterministic=True only where the measure is not a timing)")
+        ratio = float(base["median_s"]) / float(var["median_s"])
+        if not math.isclose(float(var["speedup"]), ratio, rel_tol=1e-6):
+            raise ValueError(f"{self.id}: speedup {float(var['speedup']):.6g} is not the ratio of the medians "
+                             f"({float(base['median_s']):.6g} / {float(var['median_s']):.6g} = {ratio:.6g})")
 
 
 def _jsonable(value: Any) -> Any:

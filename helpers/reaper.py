@@ -49,10 +49,24 @@ def marked_env(env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
 
 
 def descendants() -> set[int]:
-    """The pids of every live descendant of this process now."""
+    """The pids of every live descendant of this process now (exited ones not yet reaped, zombies,
+    left out: they run nothing)."""
+    live = set()
     with contextlib.suppress(psutil.Error):
-        return {p.pid for p in psutil.Process().children(recursive=True)}
-    return set()
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):  # gone since the listing: not live
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    live.add(process.pid)
+    return live
+
+
+def outlived(before: set[int], grace: float = 5.0) -> set[int]:
+    """The descendants not in ``before`` still running after up to ``grace`` seconds (exits under
+    way are let finish)."""
+    deadline = time.monotonic() + grace
+    while descendants() - before and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling the process table, not standing in for work
+    return descendants() - before
 
 
 def _candidates() -> Iterable[psutil.Process]:

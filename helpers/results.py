@@ -4,7 +4,8 @@ each as untrusted: a size limit, no NaN or Infinity, a nesting limit, and every 
 for its type and range, with a message that names the field.
 
     {"machine": {...env.machine_info()...}, "workbook": "0.1.0", "stamp": "Intel Xeon · 2 cores · ...",
-     "quick": true, "started": "2026-11-23T13:59:58+0000",
+     "quick": true, "started": "2026-11-23T13:59:58+0000", "ended": "2026-11-23T14:03:31+0000",
+     "load_at_start": [0.4, 0.9, 1.1], "load_at_end": [2.1, 1.6, 1.3],
      "comparisons": [{"id": "graphs.eager_vs_function", "speedup": 5.78, "spread": [5.16, 6.98],
                       "baseline_s": 0.0022, "variant_s": 0.00038, "repeats": 39, ...}, ...]}
 """
@@ -21,7 +22,8 @@ MAX_BYTES = 2 * 2**20  # a 40-comparison result is about 20 kB
 MAX_COMPARISONS = 500
 MAX_TEXT = 300
 ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,119}")  # graphs.eager_vs_function, pipeline.prefetch, ...
-TEXT_FIELDS = ("workbook", "stamp", "started")
+TEXT_FIELDS = ("workbook", "stamp", "started", "ended")
+LOAD_FIELDS = ("load_at_start", "load_at_end")  # os.getloadavg(): 1, 5 and 15 minutes
 #: What a record's ratio measures. A speed-up is baseline seconds / variant seconds; the others are
 #: ratios a comparison also records, read and drawn apart from the speed-ups.
 KINDS = {"speed-up": "baseline time / variant time: above 1 the variant is faster",
@@ -113,6 +115,8 @@ def _record(record: Any, index: int) -> dict[str, Any]:
     for key in ("baseline", "variant", "unit"):
         if key in record:
             _text(record[key], f"{where}.{key}")
+    if "deterministic" in record and not isinstance(record["deterministic"], bool):
+        raise ResultError(f"{where}.deterministic must be true or false, got {record['deterministic']!r:.60}")
     if "kind" in record and record["kind"] not in KINDS:
         raise ResultError(f"{where}.kind must be one of {', '.join(map(repr, KINDS))}, got {record['kind']!r:.60}")
     if record.get("note") is not None:
@@ -131,6 +135,14 @@ def check(data: Any) -> dict[str, Any]:
     for key in TEXT_FIELDS:
         if data.get(key) is not None:
             _text(data[key], key)
+    for key in LOAD_FIELDS:
+        load = data.get(key)
+        if load is not None and (not isinstance(load, list) or len(load) != 3):
+            raise ResultError(f"{key} must be the three load averages [1, 5, 15 minutes], got {load!r:.60}")
+        for value in load or ():
+            _finite(value, key, positive=False)
+            if value < 0:
+                raise ResultError(f"{key} must hold load averages of at least 0, got {value!r:.60}")
     if not isinstance(data.get("quick", False), bool):
         raise ResultError(f"quick must be true or false, got {data['quick']!r:.60}")
     comparisons = data["comparisons"]

@@ -91,6 +91,9 @@ def test_main_list_and_run(fake_module, tmp_path, capsys):
     assert set(result) >= {"machine", "comparisons"}
     assert result["machine"]["tensorflow"].startswith("2.21")
     assert [c["id"] for c in result["comparisons"]] == ["fake.slow_vs_fast"]
+    # When the run started and ended, and how loaded the machine was at each end (1, 5, 15 minutes).
+    assert result["started"] <= result["ended"]
+    assert all(len(result[k]) == 3 and min(result[k]) >= 0 for k in ("load_at_start", "load_at_end"))
 
 
 def test_main_unknown_id_exits_with_usage_error(fake_module, capsys):
@@ -127,9 +130,10 @@ def _measured(small: bool = False):
 
 def test_measured_comparison_with_unit_note_and_bound():
     comparison = bench.Comparison(id="fake.sizes", title="sizes", measure=_measured, baseline="a", variant="b",
-                                  unit="bytes", bound=lambda: 3.0)
+                                  unit="bytes", bound=lambda: 3.0, deterministic=True)
     record = comparison.run()
     assert record["speedup"] == 4.0 and record["unit"] == "bytes" and record["bound"] == 3.0
+    assert record["deterministic"] is True
     assert record["note"] == "b agrees with a on 99.0%"
     row = bench.markdown([record]).splitlines()[2]
     assert "| 4 bytes | 1 bytes |" in row
@@ -156,3 +160,18 @@ def test_comparison_resolves_references_and_refuses_bad_ones():
     with pytest.raises(ValueError, match="must look like 'package.module:function'"):
         bench.Comparison(id="fake.bad_ref", title="x", make_variants="helpers.timing.format_seconds",
                          baseline="a", variant="b")
+
+
+def test_a_timing_needs_three_samples_and_its_speedup_must_be_the_ratio_of_the_medians():
+    timed = dict(id="fake.timed", title="t", measure=_measured, baseline="a", variant="b")
+    with pytest.raises(ValueError, match=r"\{'a': 2, 'b': 2\} timed samples; a timing needs at least 3"):
+        bench.Comparison(**timed).run()  # two samples a side: a spread of nothing
+
+    def wrong_ratio():
+        table = _measured()
+        table.loc["b", "speedup"] = 5.0  # not 4.0 / 1.0
+        return table
+
+    with pytest.raises(ValueError, match=r"speedup 5 is not the ratio of the medians \(4 / 1 = 4\)"):
+        bench.Comparison(**{**timed, "measure": wrong_ratio, "deterministic": True}).run()
+

@@ -9,7 +9,6 @@ import sys
 import textwrap
 import time
 
-import psutil
 import pytest
 
 from helpers import cluster
@@ -31,20 +30,6 @@ TASK = textwrap.dedent("""
     procs.emit({"type": me["type"], "index": me["index"], "cluster": config["cluster"]})
 """)
 COMMAND = [sys.executable, "-c", TASK]
-
-
-def children() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
-
-
-@pytest.fixture
-def no_orphans():
-    before = children()
-    yield
-    deadline = time.monotonic() + 5
-    while children() - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not children() - before, "processes outlived the cluster"
 
 
 def test_clean_run_on_loopback(tmp_path, no_orphans):

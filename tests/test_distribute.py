@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import time
 
-import psutil
 import pytest
 
-from helpers import cluster, procs
+from helpers import cluster, procs, reaper
 from helpers.topics import data_service, distribute
 
 IN_PROCESS = textwrap.dedent("""
@@ -36,17 +34,6 @@ IN_PROCESS = textwrap.dedent("""
     variants = distribute.strategy_variants(["/device:CPU:0", "/device:CPU:1"], steps=2, batch=16)
     procs.emit({"variants": list(variants), "lengths": [len(run()) for run in variants.values()]})
 """)
-
-
-def children() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
-
-
-def no_descendants_left(before: set[int]) -> bool:
-    deadline = time.monotonic() + 5
-    while children() - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not children() - before
 
 
 def test_strategies_agree_and_place_variables_as_documented():
@@ -79,7 +66,7 @@ def _service_files(tmp_path):
 
 
 def test_data_service_serves_both_modes_and_leaves_nothing_after_a_failure(tmp_path):
-    before = children()
+    before = reaper.descendants()
     server, trainer = _service_files(tmp_path)
     script = textwrap.dedent("""
         import sys
@@ -98,7 +85,7 @@ def test_data_service_serves_both_modes_and_leaves_nothing_after_a_failure(tmp_p
         rows = {r["mode"]: r["examples"] for r in procs.run_rows([sys.executable, "-c", script, address], timeout=180)}
         assert rows == {"parallel_epochs": 128, "distributed_epoch": 64}  # an epoch per worker; each example once
         service.processes["worker:0"].kill()  # a failure mid-service: the launcher still reaps the rest
-    assert no_descendants_left(before)
+    assert not reaper.outlived(before)
 
 
 def test_worker_sweep_rotates_pools_and_reads_as_a_verdict(monkeypatch, tmp_path):

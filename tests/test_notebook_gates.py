@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.browser  # drives Chromium: left out of make quick
+
 ROOT = Path(__file__).resolve().parent.parent
 NBVAL = ["--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg")]
 

@@ -16,18 +16,6 @@ def py(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-def children() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True)}
-
-
-@pytest.fixture
-def no_orphans():
-    before = children()
-    yield
-    left = children() - before
-    assert not left, f"child processes left running: {left}"
-
-
 def test_rows_come_back_and_env_reaches_the_child(no_orphans):
     rows = procs.run_rows(py("""
         import os

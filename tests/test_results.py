@@ -24,7 +24,8 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.
                     max_leaves=12)
 #: Where a participant's file can go wrong: (path into the result, as keys and list indices).
 PLACES = [("machine",), ("machine", "gpus"), ("machine", "cpu_features"), ("machine", "physical_cores"),
-          ("machine", "cpu_model"), ("stamp",), ("workbook",), ("quick",), ("started",), ("comparisons",),
+          ("machine", "cpu_model"), ("stamp",), ("workbook",), ("quick",), ("started",), ("ended",),
+          ("load_at_start",), ("load_at_end",), ("comparisons",),
           ("comparisons", 0), ("comparisons", 0, "id"), ("comparisons", 0, "speedup"), ("comparisons", 0, "spread"),
           ("comparisons", 0, "spread", 0), ("comparisons", 0, "baseline_s"), ("comparisons", 0, "repeats"),
           ("comparisons", 0, "note")]

@@ -246,5 +246,5 @@ BENCHMARKS = [
     Comparison(id="capstone.naive_vs_tuned",
                title="training job, fresh process per stage, rotated rounds: naive vs every stage applied (note: cumulative per stage)",
                measure=_naive_vs_tuned, baseline="naive", variant="tuned",
-               quick={"n_images": 256, "epochs": 2, "rounds": 1}, full={"n_images": 2048, "epochs": 3, "rounds": 2}),
+               quick={"n_images": 256, "epochs": 3, "rounds": 1}, full={"n_images": 2048, "epochs": 3, "rounds": 2}),
 ]

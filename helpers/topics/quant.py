@@ -242,7 +242,7 @@ def _size_table(small: bool = False) -> Any:
 BENCHMARKS = [
     Comparison(id="quant.int8_size_ratio", title="small CNN as a TFLite model: float32 vs full int8 size",
                measure=_size_table, baseline="float32", variant="int8", unit="bytes", kind="size ratio",
-               quick={"small": True}, full={}, bound=lambda: 4.0),
+               quick={"small": True}, full={}, bound=lambda: 4.0, deterministic=True),
 ]
 
 

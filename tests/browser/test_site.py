@@ -18,6 +18,8 @@ import pytest
 from helpers import site
 from tests.browser.conftest import ARTIFACTS, ROOT, free_port
 
+pytestmark = pytest.mark.browser  # drives Chromium: left out of make quick
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
