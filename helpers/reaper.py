@@ -24,6 +24,8 @@ from typing import Any
 
 import psutil
 
+from helpers import checks
+
 PR_SET_CHILD_SUBREAPER = 36
 MARK = "WORKBOOK_PROCESS_MARK"
 GRACE = 3.0
@@ -60,6 +62,7 @@ def descendants() -> set[int]:
     return live
 
 
+@checks.arguments(grace=checks.number(0.0, 3600.0, "seconds"))
 def outlived(before: set[int], grace: float = 5.0) -> set[int]:
     """The descendants not in ``before`` still running after up to ``grace`` seconds (exits under
     way are let finish)."""
@@ -139,6 +142,7 @@ def describe(process: psutil.Process) -> str:
     return f"pid {process.pid}: {shown[:80]}"
 
 
+@checks.arguments(grace=checks.number(0.0, 3600.0, "seconds"))
 def end(processes: Iterable[psutil.Process], popens: Iterable[subprocess.Popen[Any]] = (),
         grace: float = GRACE) -> None:
     """SIGTERM ``processes`` and the process groups led by ``popens`` (started with their own

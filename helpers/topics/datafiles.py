@@ -142,6 +142,7 @@ def labels_array(labels: Any, n: int, classes: int = 10, name: str = "labels") -
     """``labels`` as an int64 vector of length ``n``, each a whole class number from 0 to ``classes - 1``."""
     import numpy as np
 
+    classes = checks.whole_number("classes", classes, 1)
     array = _numbers(labels, name, f"an array of class numbers 0-{classes - 1}", f"whole class numbers 0-{classes - 1}")
     if array.ndim != 1:
         raise ValueError(f"{name} must be one class number per image (shape (N,)), got shape {array.shape}")

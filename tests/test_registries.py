@@ -1,0 +1,55 @@
+"""The lists kept by hand are complete: a new notebook or helper module cannot slip past a check
+because someone forgot to add it to one (issue 36). Each test reads the files themselves."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import bench
+from tests.test_lesson_pattern import TAUGHT
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+TOPICS = sorted(p.stem for p in (ROOT / "helpers" / "topics").glob("[a-z]*.py"))
+
+
+def markdown_of(name: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def test_there_is_something_to_check():
+    assert len(NOTEBOOKS) >= 17 and len(TOPICS) >= 20
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_notebook_lists_its_taught_calls(name):
+    assert TAUGHT.get(name), f"{name} has no entry in TAUGHT (tests/test_lesson_pattern.py): the calls it teaches"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_notebook_is_in_the_readme_and_the_start_here_map(name):
+    number = name[:2]
+    readme = (ROOT / "README.md").read_text()
+    assert f"| {number} | [" in readme and f"(notebooks/{name})" in readme, f"README.md's table lacks {name}"
+    if number != "00":  # 00 names itself "(this one)"
+        assert f"({name})" in markdown_of("00_start_here.ipynb"), f"notebook 00's map lacks {name}"
+
+
+def test_every_topic_module_is_described_in_the_package_docstring():
+    text = ast.get_docstring(ast.parse((ROOT / "helpers" / "topics" / "__init__.py").read_text())) or ""
+    missing = [name for name in TOPICS if f"``{name}``" not in text]
+    assert not missing, f"helpers/topics/__init__.py does not describe {missing}"
+
+
+def test_every_topic_module_that_registers_comparisons_is_read_by_the_bench():
+    registering = [name for name in TOPICS
+                   if re.search(r"^BENCHMARKS\s*=", (ROOT / "helpers" / "topics" / f"{name}.py").read_text(), re.M)]
+    assert registering, "no topic module registers a comparison"
+    missing = [name for name in registering if f"helpers.topics.{name}" not in bench.TOPIC_MODULES]
+    assert not missing, f"helpers.bench.TOPIC_MODULES lacks {missing}: their ids would vanish from make bench"
