@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import fileio
+from helpers import fileio, nbtools
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -50,11 +50,6 @@ def module_name(notebook: Path) -> str:
     return match["slug"]
 
 
-def _source(cell: Any) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 def exported_cells(nb: Any, where: str = "the notebook") -> list[tuple[int, str]]:
     """``(cell index, source without the marker line)`` for each code cell marked for export.
 
@@ -63,7 +58,7 @@ def exported_cells(nb: Any, where: str = "the notebook") -> list[tuple[int, str]
     """
     found = []
     for index, cell in enumerate(nb.get("cells", [])):
-        text = _source(cell)
+        text = nbtools.source(cell)
         if cell.get("cell_type") != "code" or text.split("\n", 1)[0].strip() != MARKER:
             continue
         body = text.split("\n", 1)[1] if "\n" in text else ""

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import nbtools
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -57,7 +59,7 @@ def typed_numbers(path: Path) -> list[str]:
     for cell in json.loads(path.read_text())["cells"]:
         if cell["cell_type"] != "markdown":
             continue
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        source = nbtools.source(cell)
         quoted = set().union(*(on_file(ROOT / name) for name in REFERENCE.findall(source) if (ROOT / name).is_dir()))
         for line in source.splitlines():
             if not line.lstrip().startswith(">"):

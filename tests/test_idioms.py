@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.nbtools import source
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -31,7 +33,7 @@ NEEDS_WORKBOOK = "# needs the workbook: "
 def idiom(path: Path) -> str:
     """The source of the last code cell after the notebook's '## Summary' heading."""
     cells = json.loads(path.read_text())["cells"]
-    text = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells]
+    text = [source(c) for c in cells]
     start = max(i for i, (c, t) in enumerate(zip(cells, text, strict=True))
                 if c["cell_type"] == "markdown" and t.startswith("## Summary"))
     code = [t for c, t in zip(cells[start:], text[start:], strict=True) if c["cell_type"] == "code"]

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.nbtools import source
+
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 300
 
@@ -159,25 +161,20 @@ def cells(name: str) -> list[dict]:
     return json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
 
 
-def text(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 def lesson_cells(name: str) -> list[dict]:
     """Visible, executed code cells that are not exercise solutions."""
     return [
         c for c in cells(name)
         if c["cell_type"] == "code"
         and not c.get("metadata", {}).get("jupyter", {}).get("source_hidden")
-        and not text(c).lstrip().startswith("# Solution")
+        and not source(c).lstrip().startswith("# Solution")
         and c.get("execution_count") is not None
     ]
 
 
 @pytest.mark.parametrize("name", sorted(TAUGHT))
 def test_every_taught_call_is_in_a_visible_executed_cell(name):
-    visible = "\n".join(text(c) for c in lesson_cells(name))
+    visible = "\n".join(source(c) for c in lesson_cells(name))
     missing = [call for call in TAUGHT[name] if call not in visible]
     assert not missing, f"{name}: taught but in no visible, executed, non-solution cell: {missing}"
 
@@ -185,7 +182,7 @@ def test_every_taught_call_is_in_a_visible_executed_cell(name):
 @pytest.mark.parametrize("name", sorted(TAUGHT))
 def test_summary_ends_in_an_executed_idiom_cell(name):
     nb = cells(name)
-    summary = [i for i, c in enumerate(nb) if c["cell_type"] == "markdown" and text(c).startswith("## Summary")]
+    summary = [i for i, c in enumerate(nb) if c["cell_type"] == "markdown" and source(c).startswith("## Summary")]
     assert len(summary) == 1, f"{name}: expected one '## Summary' heading"
     after = [c for c in nb[summary[0] + 1:] if c["cell_type"] == "code"]
     assert after, f"{name}: the Summary has no code cell: its idiom must run"
@@ -199,7 +196,7 @@ def imported_helpers(name: str) -> set[str]:
     for cell in cells(name):
         if cell["cell_type"] != "code":
             continue
-        for match in re.finditer(r"^from (helpers(?:\.\w+)*) import ([\w, ]+)", text(cell), re.M):
+        for match in re.finditer(r"^from (helpers(?:\.\w+)*) import ([\w, ]+)", source(cell), re.M):
             package, names = match[1], [n.strip().split(" as ")[0] for n in match[2].split(",")]
             for item in names:
                 candidate = f"{package}.{item}"
@@ -241,10 +238,10 @@ def feedback_text(cell: dict) -> str:
 def test_each_exercise_stub_fails_and_each_solution_passes(name):
     """In the saved run (full scale); nbval compares the same verdicts at small scale, since
     these cells carry NBVAL_CHECK_OUTPUT and the sanitize file keeps only the verdict."""
-    checks = [c for c in cells(name) if c["cell_type"] == "code" and re.search(r"\bcheck_\w+\(", text(c))]
+    checks = [c for c in cells(name) if c["cell_type"] == "code" and re.search(r"\bcheck_\w+\(", source(c))]
     assert checks, f"{name}: no exercise checks"
     for cell in checks:
-        solution = text(cell).lstrip().startswith("# Solution")
-        assert "NBVAL_CHECK_OUTPUT" in text(cell), f"{name}: a check cell without NBVAL_CHECK_OUTPUT"
+        solution = source(cell).lstrip().startswith("# Solution")
+        assert "NBVAL_CHECK_OUTPUT" in source(cell), f"{name}: a check cell without NBVAL_CHECK_OUTPUT"
         want = "Correct:" if solution else "Not yet:"
         assert feedback_text(cell).startswith(want), f"{name}: {'solution' if solution else 'stub'} shows {feedback_text(cell)!r}"

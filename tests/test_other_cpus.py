@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from helpers import env
+from helpers.nbtools import source
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -28,7 +29,7 @@ BOTH_WAYS = ("onednn=False", "onednn=True")  # a notebook that runs both setting
 
 def code(path: Path) -> str:
     cells = json.loads(path.read_text())["cells"]
-    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return "\n".join(source(c) for c in cells if c["cell_type"] == "code")
 
 
 def onednn_notebooks() -> list[str]:

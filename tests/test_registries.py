@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import bench
+from helpers.nbtools import source
 from tests.test_lesson_pattern import TAUGHT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +21,7 @@ TOPICS = sorted(p.stem for p in (ROOT / "helpers" / "topics").glob("[a-z]*.py"))
 
 def markdown_of(name: str) -> str:
     cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
-    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return "\n".join(source(c) for c in cells if c["cell_type"] == "markdown")
 
 
 def test_there_is_something_to_check():

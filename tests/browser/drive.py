@@ -8,7 +8,9 @@ import re
 import time
 from pathlib import Path
 
-from .lab import ARTIFACTS, RAISES, WIDGET, Lab, source
+from helpers.nbtools import source
+
+from .lab import ARTIFACTS, RAISES, WIDGET, Lab
 
 
 def wait_for_idle(page, timeout: float) -> None:

@@ -65,11 +65,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 @dataclass(frozen=True)
 class Lab:
     """A running JupyterLab: where it is, its token, the folder it serves, its runtime folder."""
