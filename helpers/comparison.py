@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers import timing
+from helpers import checks, timing
 from helpers.results import KINDS
 
 ID_PATTERN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
@@ -72,6 +72,9 @@ class Comparison:
             raise ValueError(f"comparison id {self.id!r} must look like 'topic.name' (a-z, 0-9, _)")
         if self.kind not in KINDS:
             raise ValueError(f"{self.id}: kind must be one of {sorted(KINDS)}, got {self.kind!r}")
+        checks.whole_number("repeats", self.repeats)
+        checks.number(0.0, 3600.0, "seconds")("min_time", self.min_time)
+        checks.flag("deterministic", self.deterministic)
         if self.baseline == self.variant:
             raise ValueError(f"{self.id}: baseline and variant are both {self.baseline!r}")
         if (self.make_variants is None) == (self.measure is None):
@@ -131,9 +134,9 @@ class Comparison:
         if not self.deterministic and min(counts.values()) < MIN_SAMPLES:
             raise ValueError(f"{self.id}: {counts} timed samples; a timing needs at least {MIN_SAMPLES} of each "
                              "(deterministic=True only where the measure is not a timing)")
-        ratio = float(base["median_s"]) / float(var["median_s"])
-        if not math.isclose(float(var["speedup"]), ratio, rel_tol=1e-6):
-            raise ValueError(f"{self.id}: speedup {float(var['speedup']):.6g} is not the ratio of the medians "
+        ratio, speedup = timing._ratio(float(base["median_s"]), float(var["median_s"])), float(var["speedup"])
+        if not (math.isclose(speedup, ratio, rel_tol=1e-6) or (math.isnan(speedup) and math.isnan(ratio))):
+            raise ValueError(f"{self.id}: speedup {speedup:.6g} is not the ratio of the medians "
                              f"({float(base['median_s']):.6g} / {float(var['median_s']):.6g} = {ratio:.6g})")
 
 

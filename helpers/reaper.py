@@ -50,16 +50,18 @@ def marked_env(env: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     return token, {**env, MARK: f"{outer}:{token}" if outer else token}
 
 
-def descendants() -> set[int]:
-    """The pids of every live descendant of this process now (exited ones not yet reaped, zombies,
-    left out: they run nothing)."""
-    live = set()
+@checks.arguments(live_only=checks.flag)
+def descendants(live_only: bool = False) -> set[int]:
+    """The pids of this process's descendants now. Exited ones not yet waited for (zombies) are
+    included, as a snapshot taken before starting a child must (``reap_orphans`` would otherwise
+    reap a sibling ``Popen`` and hide its exit code); ``live_only=True`` leaves them out."""
+    found = set()
     with contextlib.suppress(psutil.Error):
         for process in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):  # gone since the listing: not live
-                if process.status() != psutil.STATUS_ZOMBIE:
-                    live.add(process.pid)
-    return live
+            with contextlib.suppress(psutil.Error):  # gone since the listing
+                if not live_only or process.status() != psutil.STATUS_ZOMBIE:
+                    found.add(process.pid)
+    return found
 
 
 @checks.arguments(grace=checks.number(0.0, 3600.0, "seconds"))
@@ -67,9 +69,9 @@ def outlived(before: set[int], grace: float = 5.0) -> set[int]:
     """The descendants not in ``before`` still running after up to ``grace`` seconds (exits under
     way are let finish)."""
     deadline = time.monotonic() + grace
-    while descendants() - before and time.monotonic() < deadline:
+    while descendants(live_only=True) - before and time.monotonic() < deadline:
         time.sleep(0.05)  # polling the process table, not standing in for work
-    return descendants() - before
+    return descendants(live_only=True) - before
 
 
 def _candidates() -> Iterable[psutil.Process]:

@@ -58,7 +58,6 @@ EXEMPT = {
     "helpers.cluster.TaskResult": "a record cluster.run fills, not called by learners",
     "helpers.exercises.Feedback": "a grader's answer, built by correct() and not_yet()",
     "helpers.gather.Result": "a record gather.read builds from a checked file (helpers/results.py)",
-    "helpers.comparison.Comparison": "a bench registration written by contributors; tests/test_bench.py",
     "helpers.bench.run_all": "called by bench.main with its parsed flags; the command line is tested in test_bad_input_procs",
     "helpers.lessons.pack_files_into_shards.ArraysOnly:fix_imports": "pickle.Unpickler's own keyword, checked by pickle",
     "helpers.lessons.choose_rnn_kernels.LayerNormLSTMCell": "keeps keras.layers.LSTMCell's constructor: its arguments "
@@ -81,7 +80,7 @@ REQUIRED: dict[str, Any] = {
     "waiting_for": "the other workers", "address": "127.0.0.1:1", "n_images": 8,
     "decoded": None, "records": None, "paths": ["x.tfrecord"], "layouts": {},
     "spec": {"worker": ["127.0.0.1:1"]}, "args": ["true"], "path": "none.ipynb", "labels": [0, 1],
-    "images": np.zeros((2, 4, 4, 3), np.uint8), "before": set(), "processes": [], "task_type": "worker",
+    "images": np.zeros((2, 4, 4, 3), np.uint8), "before": set(), "processes": [], "task_type": "worker", "id": "fake.case",
 }
 
 

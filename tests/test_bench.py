@@ -174,4 +174,3 @@ def test_a_timing_needs_three_samples_and_its_speedup_must_be_the_ratio_of_the_m
 
     with pytest.raises(ValueError, match=r"speedup 5 is not the ratio of the medians \(4 / 1 = 4\)"):
         bench.Comparison(**{**timed, "measure": wrong_ratio, "deterministic": True}).run()
-

@@ -16,7 +16,7 @@ def py(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-def test_rows_come_back_and_env_reaches_the_child(no_orphans):
+def test_rows_come_back_and_env_reaches_the_child(no_children_left):
     rows = procs.run_rows(py("""
         import os
         from helpers import procs
@@ -27,7 +27,7 @@ def test_rows_come_back_and_env_reaches_the_child(no_orphans):
     assert rows == [{"threads": "1", "ms": 1.5}, {"threads": "2", "ms": 0.75}]
 
 
-def test_crash_reports_exit_code_and_last_lines(no_orphans):
+def test_crash_reports_exit_code_and_last_lines(no_children_left):
     with pytest.raises(procs.ChildError, match="failed with exit code 3") as info:
         procs.run_rows(py("""
             import sys
@@ -38,12 +38,12 @@ def test_crash_reports_exit_code_and_last_lines(no_orphans):
     assert "broke at step 2" in info.value.tail and "step 1 done" in info.value.tail
 
 
-def test_killed_by_signal_is_named(no_orphans):
+def test_killed_by_signal_is_named(no_children_left):
     with pytest.raises(procs.ChildError, match="killed by SIGSEGV"):
         procs.run(py("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"), timeout=60)
 
 
-def test_hang_past_timeout_is_stopped_with_its_grandchildren(no_orphans, tmp_path):
+def test_hang_past_timeout_is_stopped_with_its_grandchildren(no_children_left, tmp_path):
     pid_file = tmp_path / "grandchild.pid"
     with pytest.raises(procs.ChildError, match="ran past its 3 s timeout"):
         procs.run(py(f"""
@@ -65,7 +65,7 @@ def test_hang_past_timeout_is_stopped_with_its_grandchildren(no_orphans, tmp_pat
         time.sleep(0.05)
 
 
-def test_garbage_and_missing_rows_are_errors(no_orphans):
+def test_garbage_and_missing_rows_are_errors(no_children_left):
     with pytest.raises(procs.ChildError, match="not a JSON object") as info:
         procs.run_rows(py("print('@@row {not json'); print('@@row [1, 2]')"), timeout=60)
     assert "@@row {not json" in info.value.tail
@@ -74,7 +74,7 @@ def test_garbage_and_missing_rows_are_errors(no_orphans):
     assert "12.5 ms, probably" in info.value.tail
 
 
-def test_interrupt_while_waiting_stops_the_child(no_orphans, monkeypatch):
+def test_interrupt_while_waiting_stops_the_child(no_children_left, monkeypatch):
     real = subprocess.Popen.communicate
     calls = []
 
@@ -89,7 +89,7 @@ def test_interrupt_while_waiting_stops_the_child(no_orphans, monkeypatch):
         procs.run(py("import time; time.sleep(600)"), timeout=600)
 
 
-def test_a_process_caught_inside_execve_is_still_found(no_orphans, monkeypatch, tmp_path):
+def test_a_process_caught_inside_execve_is_still_found(no_children_left, monkeypatch, tmp_path):
     """Inside ``execve`` a process's environment reads empty for an instant. The CI run of
     2026-11-26 let a setsid grandchild go unreported, most likely this way: its environment
     was read twice (empty for the mark, full for the orphan test). Here every first read is
@@ -144,3 +144,14 @@ def test_tail_leaves_out_tensorflow_start_up_banners():
     ])
     assert procs.tail(log) == "Traceback (most recent call last):\nValueError: the real reason"
     assert procs.tail("a\nb\nc", lines=2) == "b\nc"
+
+
+def test_a_sibling_that_exited_unwaited_keeps_its_exit_code(no_children_left):
+    """A process started beside procs.run (a cluster's crashed task, not yet waited for) is the
+    caller's: run must not reap it, or its Popen would report 0 instead of the crash."""
+    sibling = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    deadline = time.monotonic() + 30
+    while psutil.Process(sibling.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+        time.sleep(0.05)  # waiting for the sibling to exit, unwaited
+    procs.run(py("print('done')"), timeout=60)
+    assert sibling.wait(timeout=10) == 3

@@ -175,7 +175,7 @@ def descendants_running(before: set[int]) -> set[int]:
     """PIDs of this process's descendants still running that were not in ``before``."""
     from helpers import reaper
 
-    return reaper.descendants() - before
+    return reaper.descendants(live_only=True) - before
 
 
 def cluster_experiment(mode: str = "mwms", workers: int = 2, steps: int = 20, *, programs: Mapping[str, Any],
