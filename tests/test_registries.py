@@ -54,3 +54,17 @@ def test_every_topic_module_that_registers_comparisons_is_read_by_the_bench():
     assert registering, "no topic module registers a comparison"
     missing = [name for name in registering if f"helpers.topics.{name}" not in bench.TOPIC_MODULES]
     assert not missing, f"helpers.bench.TOPIC_MODULES lacks {missing}: their ids would vanish from make bench"
+
+
+def test_every_lesson_module_is_found_by_its_notebooks_name():
+    from helpers import lessons
+
+    stems = {name.removesuffix(".ipynb") for name in NOTEBOOKS}
+    modules = sorted(p.stem for p in (ROOT / "helpers" / "lessons").glob("[a-z]*.py"))
+    orphans = [m for m in modules if not any(stem[3:] == m for stem in stems)]
+    assert not orphans, f"lesson modules with no notebook of that name: {orphans}"
+    for stem in stems:
+        if stem[3:] in modules:
+            assert lessons.of(stem).__name__ == f"helpers.lessons.{stem[3:]}"
+    with pytest.raises(ModuleNotFoundError, match="01_look_inside_graphs: no exported lesson module"):
+        lessons.of("01_look_inside_graphs")

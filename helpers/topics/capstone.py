@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, env, procs, timing
+from helpers import checks, env, lessons, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn, Timing
@@ -29,9 +29,7 @@ LARGEST_BATCH = 128
 
 def lesson() -> Any:
     """Notebook 14's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import profile_and_tune_a_job
-
-    return profile_and_tune_a_job
+    return lessons.of("14_profile_and_tune_a_job")
 
 
 def names() -> list[str]:

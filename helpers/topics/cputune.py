@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, env, procs, timing
+from helpers import checks, env, lessons, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -92,9 +92,7 @@ class Setting:
 
 def lesson() -> Any:
     """Notebook 10's exported lesson code: the workloads and the child program ``CPU_CHILD``."""
-    from helpers.lessons import tune_the_cpu
-
-    return tune_the_cpu
+    return lessons.of("10_tune_the_cpu")
 
 
 def _check_workloads(workloads: Sequence[str]) -> list[str]:

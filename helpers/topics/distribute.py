@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks
+from helpers import checks, lessons
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -33,9 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def lesson() -> Any:
     """Notebook 13's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import distribute_training
-
-    return distribute_training
+    return lessons.of("13_distribute_training")
 
 
 @checks.arguments(n=checks.whole(1, 10**8), seed=checks.seed)

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from helpers import checks
+from helpers import checks, lessons
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -29,9 +29,7 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, int, int, int]:
 
 def lesson() -> Any:
     """Notebook 08's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import fuse_ops_and_pick_layouts
-
-    return fuse_ops_and_pick_layouts
+    return lessons.of("08_fuse_ops_and_pick_layouts")
 
 
 @checks.arguments(backward=checks.flag)

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helpers import checks
+from helpers import checks, lessons
 from helpers.checks import BadType, whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -88,9 +88,7 @@ def array_bytes(mib: float) -> int:
 
 def lesson() -> Any:
     """Notebook 05's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import keep_arrays_out_of_graphs
-
-    return keep_arrays_out_of_graphs
+    return lessons.of("05_keep_arrays_out_of_graphs")
 
 
 def graph_stats(graph: Any) -> dict[str, int]:

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from helpers import checks
+from helpers import checks, lessons
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, counting_calls, not_yet
 from helpers.timing import ProgressFn
@@ -25,9 +25,7 @@ MAX_BATCH, MAX_IMAGES = 65536, 10**7  # images per batch; generated images (memo
 
 def lesson() -> Any:
     """Notebook 07's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import tune_input_pipeline
-
-    return tune_input_pipeline
+    return lessons.of("07_tune_input_pipeline")
 
 
 @dataclass(frozen=True)

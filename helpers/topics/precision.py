@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, env
+from helpers import checks, env, lessons
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -28,9 +28,7 @@ MAX_IMAGE_BYTES = 2 * 2**30
 
 def lesson() -> Any:
     """Notebook 12's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import train_in_mixed_precision
-
-    return train_in_mixed_precision
+    return lessons.of("12_train_in_mixed_precision")
 
 
 @checks.arguments(n=checks.whole(1), size=checks.whole(1), classes=checks.whole(1, 1000), seed=checks.seed)

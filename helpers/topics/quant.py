@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from helpers import checks
+from helpers import checks, lessons
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -33,9 +33,7 @@ KIB = 1024
 
 def lesson() -> Any:
     """Notebook 11's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import quantize_for_inference
-
-    return quantize_for_inference
+    return lessons.of("11_quantize_for_inference")
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from helpers import checks
+from helpers import checks, lessons
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -24,9 +24,7 @@ LSTM_KINDS = ("LSTM", "RNN(LSTMCell)", "LSTM unroll=True", "BlockLSTMV2")
 
 def lesson() -> Any:
     """Notebook 09's exported lesson code (imported on use: it imports TensorFlow)."""
-    from helpers.lessons import choose_rnn_kernels
-
-    return choose_rnn_kernels
+    return lessons.of("09_choose_rnn_kernels")
 
 
 def _fits(batch: int, steps: int, features: int, units: int, layers: int) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, fileio
+from helpers import checks, fileio, lessons
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.topics import datafiles
 
@@ -64,9 +64,7 @@ def _fingerprint(images: Any, labels: Any, options: dict[str, Any]) -> str:
 def lesson_module() -> Any:
     """Notebook 06's lesson code (``make_example``, ``write_shard``, the parse spec, the readers),
     exported from its ``#| export`` cells; imported on use, since it imports TensorFlow."""
-    from helpers.lessons import pack_files_into_shards
-
-    return pack_files_into_shards
+    return lessons.of("06_pack_files_into_shards")
 
 
 @checks.arguments(n_records=checks.whole(1, hint="records; nothing to convert when 0"),

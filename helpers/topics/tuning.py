@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, env, procs, timing
+from helpers import checks, env, lessons, procs, timing
 from helpers.timing import ProgressFn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,9 +47,7 @@ class Outcome:
 
 def lesson() -> Any:
     """Notebook 16's exported lesson code: the trial program and the diagnosis."""
-    from helpers.lessons import tune_your_own_job
-
-    return tune_your_own_job
+    return lessons.of("16_tune_your_own_job")
 
 
 def _choice_code(function: str, name: str, value: Any) -> str:
