@@ -116,8 +116,9 @@ def run_all(
     }
     for comparison in tqdm(chosen, desc="bench", unit="comparison", file=sys.stderr):
         result["comparisons"].append(comparison.run(quick=quick))
-        # When the last record was taken and how busy the machine was: two runs that overlapped on
-        # the same cores show it (a load average above the usable cores), and a half run shows where it stopped.
+        # When the last record was taken and how busy the machine was then (the bench's own processes
+        # count too; a load above the usable cores at the start means another job was already
+        # sharing them); an interrupted run shows where it stopped.
         result["ended"], result["load_at_end"] = time.strftime("%Y-%m-%dT%H:%M:%S%z"), _load()
         results.check(result)  # the format bench --gather reads: a bad record fails here, not in the room
         # Written after every comparison: an interrupted run keeps what it finished.

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, lessons
+from helpers import checks, lessons, reaper
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -171,8 +171,6 @@ def resumed_at_checkpoint(table: Any) -> bool:
 
 def descendants_running(before: set[int]) -> set[int]:
     """PIDs of this process's descendants still running that were not in ``before``."""
-    from helpers import reaper
-
     return reaper.descendants(live_only=True) - before
 
 
