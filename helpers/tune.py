@@ -44,7 +44,8 @@ def budget_seconds(text: str) -> float:
 def tune(job: str | Path, budget: float = 600.0, rounds: int = 3, epochs: int = 3, steps: int | None = None,
          out: str | Path | None = None, on_progress: ProgressFn | None = None) -> dict[str, Any]:
     """Plan, run and report the trials for the job file ``job``. Returns the table, the reading,
-    the markdown, the bench result and, with ``out``, the paths written."""
+    the markdown, the bench result, the combined trial it measured (``tuned``, None when no change
+    paid) and, with ``out``, the paths written."""
     from helpers import env, stamp
     from helpers.topics import jobfile, tune_report, tuning
 
@@ -60,7 +61,7 @@ def tune(job: str | Path, budget: float = 600.0, rounds: int = 3, epochs: int = 
     outcomes = tuning.run_trials(job, trials, steps, epochs, rounds, left(SHARES[0]), on_progress=on_progress)
     frame = tune_report.table(outcomes)
     won = [outcomes[name].trial for name in tune_report.faster(frame)]
-    second, combined = None, None
+    second, combined, together = None, None, None
     retry = [outcomes[name].trial for name in tune_report.worth_retrying(frame)]
     if won and retry:  # the bottleneck moved: what did not pay alone may pay on top of what did
         base = tuning.combine(won[::-1])
@@ -77,7 +78,7 @@ def tune(job: str | Path, budget: float = 600.0, rounds: int = 3, epochs: int = 
     data = tune_report.bench_result(frame, {**outcomes, **(combined or {})}, str(job), machine, line, started,
                                     quick=env.scale() == "small")
     report = {"table": frame, "on_top": second, "summary": tune_report.summary(frame, second), "markdown": text,
-              "result": data}
+              "result": data, "tuned": together}
     if out is not None:
         report["files"] = tune_report.save(out, frame, data, text)
     return report

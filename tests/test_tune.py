@@ -204,11 +204,6 @@ def test_a_budget_that_ends_before_the_combined_run_still_reports():
     assert frame.at[COMBINED, "verdict"] == "not run"
     reading = tune_report.summary(frame)
     assert "All of them together" not in reading and "1 of them did not run within the time budget" in reading
-    import pandas as pd
-
-    hand = pd.DataFrame({"images/s": [500, 2000], "cumulative": [1.0, 4.0], "cumulative q1-q3": ["0.9-1.1", "3.8-4.2"]},
-                        index=["naive", "+ 8 steps per call"])
-    assert tuning.against_hand_tuned(frame, hand).startswith("Not measured: a run is missing")
     tune_report.figure(frame)
 
 
@@ -281,18 +276,64 @@ def test_the_readings_are_computed_from_the_tables():
     assert "44% of the slower of the two; 576/s" in reading and "take turns on the same cores" in reading
     diagnosis.loc["data only", "items_per_s"] = 100.0
     assert tuning.bound_reading(diagnosis).startswith("Input-bound: the pipeline alone gives 100 examples/s")
-    _, _, frame = measured_frame()
-    hand = pd.DataFrame({"images/s": [500, 2000], "cumulative": [1.0, 4.0], "cumulative q1-q3": ["0.9-1.1", "3.8-4.2"]},
-                        index=["naive", "+ 8 steps per call"])
-    line = tuning.against_hand_tuned(frame, hand)
-    assert "2.22x over the job as it is" in line and "4.00x over its naive stage" in line
-    assert "the quartile ranges do not overlap: the hand-tuned job gained more on this run (the tuner's median is 56% of" in line
-    close = hand.assign(cumulative=[1.0, 2.3], **{"cumulative q1-q3": ["0.9-1.1", "2.24-2.5"]})
-    assert "overlap, so this run does not tell the two apart (the tuner's median is 97% of" in tuning.against_hand_tuned(frame, close)
-    behind = hand.assign(cumulative=[1.0, 1.5], **{"cumulative q1-q3": ["0.9-1.1", "1.4-1.6"]})
-    assert "do not overlap: the tuner gained more" in tuning.against_hand_tuned(frame, behind)
-    assert "run at 222 and 2,000 (11%)" in line
-    assert tuning.against_hand_tuned(frame.drop(index=COMBINED), hand).startswith("No combined run to compare")
+
+
+XLA = Trial(COMBINED, {"jit_compile": True})
+
+
+def head_to_head_frame(monkeypatch, tmp_path, seconds: dict[str, list[float]], tuned: Trial = XLA):
+    """``tuning.head_to_head`` with its four runs faked: each returns its next epoch time (1,024 examples)."""
+    from helpers.topics import capstone, pipelines
+
+    order, left = [], {name: list(times) for name, times in seconds.items()}
+
+    def trial(program, job, t, steps, epochs, timeout):
+        order.append(t.name)
+        assert t is tuned or t.name == BASELINE
+        return {"seconds": [left[t.name].pop(0)], "examples": 1024, "loss": 1.0}
+
+    def stage(program, index, shard_dir, n_images, epochs, skip, timeout):
+        name = tuning.HAND[0] if index == 0 else tuning.HAND[1]
+        order.append(name)
+        return [left[name].pop(0)]
+
+    monkeypatch.setattr(tuning, "run_one", trial)
+    monkeypatch.setattr(capstone, "run_stage", stage)
+    monkeypatch.setattr(pipelines, "make_jpeg_shards", lambda folder, n: [])
+    job = write(tmp_path, GOOD)
+    frame = tuning.head_to_head(job, tuned, tmp_path, steps=4, n_images=1024, rounds=3)
+    return frame, order
+
+
+def test_head_to_head_runs_the_four_jobs_in_rotation_and_reads_one_start(monkeypatch, tmp_path):
+    names = [BASELINE, COMBINED, *tuning.HAND]
+    seconds = {BASELINE: [2.0, 2.1, 1.9], COMBINED: [0.5, 0.52, 0.48], tuning.HAND[0]: [4.0, 4.2, 3.8],
+               tuning.HAND[1]: [1.0, 1.05, 0.95]}
+    frame, order = head_to_head_frame(monkeypatch, tmp_path, seconds)
+    assert order == names + names[1:] + names[:1] + names[2:] + names[:2]  # rotated: none always first
+    assert list(frame.index) == names and frame.at[tuning.HAND[0], "over notebook 14's naive"] == 1.0
+    line = tune_report.head_to_head_reading(frame)
+    assert line.startswith("In one rotation of fresh processes, the tuner's settings ran the job at 2,048 examples/s and "
+                           "notebook 14's hand-tuned job at 1,024/s: 200% of its speed (their quartile ranges do not overlap: "
+                           "the tuner was faster on this run).")
+    assert "Over the same start, notebook 14's naive job (256/s), that is 8.00x against 4.00x." in line
+    assert "the tuner gained 4.00x: model.fit runs the naive job 2.00x as fast as the capstone's own loop" in line
+    seconds[BASELINE] = [1.0, 0.99, 1.02]  # no change paid: the job as it is stands for the tuned job, not run twice
+    close, order = head_to_head_frame(monkeypatch, tmp_path, seconds, tuned=Trial(COMBINED))
+    assert COMBINED not in order and close.loc[COMBINED, "examples/s"] == close.loc[BASELINE, "examples/s"] == 1024
+    line = tune_report.head_to_head_reading(close)
+    assert "the job as it is (no change paid within the budget) ran the job" in line
+    assert "100% of its speed (their quartile ranges overlap: this run does not tell the two apart)" in line
+
+
+def test_head_to_head_refuses_what_it_cannot_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="job: no job file at"):
+        tuning.head_to_head(tmp_path / "missing.py", Trial(COMBINED), tmp_path, steps=4)
+    job = write(tmp_path, GOOD)
+    with pytest.raises(TypeError, match="tuned must be a tuning.Trial"):
+        tuning.head_to_head(job, {"jit_compile": True}, tmp_path, steps=4)
+    with pytest.raises(ValueError, match="multiple of 128"):
+        tuning.head_to_head(job, Trial(COMBINED), tmp_path, steps=4, n_images=200)
 
 
 def test_keras_traces_finds_the_training_function():

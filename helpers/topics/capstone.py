@@ -101,16 +101,24 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
         program.write_text(lesson().CAPSTONE_CHILD)
         for r in range(rounds):
             for n, index in enumerate(timing.rotated(run, r), start=1):
-                args = [sys.executable, str(program), "--stage", str(index), "--shards", str(shard_dir),
-                        "--images", str(n_images), "--epochs", str(epochs), "--skip", *map(str, skip)]
-                environment = lesson().stage_environment(lesson().stage_settings(index, skip))
-                (row,) = procs.run_rows(args, env={"TF_CPP_MIN_LOG_LEVEL": "2", **environment}, timeout=timeout,
-                                        cwd=str(ROOT))
-                seconds[index].extend(row["seconds"])
+                seconds[index].extend(run_stage(program, index, shard_dir, n_images, epochs, skip, timeout))
                 if on_progress is not None:
                     on_progress(r * len(run) + n, rounds * len(run))
     timings = {i: Timing(names()[i], tuple(seconds[i]), items=n_images) for i in run}
     return stage_table(timings, chosen, skip)
+
+
+@checks.arguments(index=checks.whole(0, 99), n_images=checks.whole(1, 1_000_000), epochs=checks.whole(1, 100),
+                  timeout=checks.timeout)
+def run_stage(program: Path, index: int, shard_dir: Path, n_images: int, epochs: int, skip: Sequence[int],
+              timeout: float) -> list[float]:
+    """One run of stage ``index`` in a fresh process of ``program`` (``CAPSTONE_CHILD``, written to
+    a file): the seconds of each timed epoch of ``n_images`` images."""
+    args = [sys.executable, str(program), "--stage", str(index), "--shards", str(shard_dir),
+            "--images", str(n_images), "--epochs", str(epochs), "--skip", *map(str, skip)]
+    environment = lesson().stage_environment(lesson().stage_settings(index, skip))
+    (row,) = procs.run_rows(args, env={"TF_CPP_MIN_LOG_LEVEL": "2", **environment}, timeout=timeout, cwd=str(ROOT))
+    return list(row["seconds"])
 
 
 def stage_verdicts(table: Any, expect: Mapping[str, tuple[str, str]]) -> list[str]:

@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from helpers import checks, fileio, results, timing, verdicts
-from helpers.topics.tuning import BASELINE, COMBINED, Outcome, loss_problem, measured, rate_ratio
+from helpers.topics.tuning import (
+    BASELINE,
+    COMBINED,
+    HAND,
+    Outcome,
+    loss_problem,
+    measured,
+    rate_ratio,
+)
 
 
 def _row(base: Outcome, outcome: Outcome) -> dict[str, Any]:
@@ -175,3 +183,23 @@ def figure(frame: Any, title: str = "") -> Any:
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+def head_to_head_reading(frame: Any) -> str:
+    """One computed line from ``tuning.head_to_head``'s table: the tuned job's speed against the
+    hand-tuned one's, both over notebook 14's naive job (one start for both), with the quartile
+    ranges' reading; and why the gain over each job's own start differs."""
+    t = frame.attrs["timings"]
+    rate = {name: (x.items / x.median, x.items / x.q3, x.items / x.q1) for name, x in t.items()}
+    (mine, mine_lo, mine_hi), (theirs, theirs_lo, theirs_hi) = rate[COMBINED], rate[HAND[1]]
+    naive, own = rate[HAND[0]][0], rate[BASELINE][0]
+    who = "the tuner's settings" if frame.attrs.get("changed", True) else "the job as it is (no change paid within the budget)"
+    if mine_lo <= theirs_hi and theirs_lo <= mine_hi:
+        reading = "their quartile ranges overlap: this run does not tell the two apart"
+    else:
+        reading = f"their quartile ranges do not overlap: {'the hand-tuned job' if theirs > mine else 'the tuner'} was faster on this run"
+    return (f"In one rotation of fresh processes, {who} ran the job at {mine:,.0f} examples/s and notebook 14's hand-tuned "
+            f"job at {theirs:,.0f}/s: {mine / theirs:.0%} of its speed ({reading}). Over the same start, notebook 14's naive "
+            f"job ({naive:,.0f}/s), that is {mine / naive:.2f}x against {theirs / naive:.2f}x. Over its own start, the job as "
+            f"model.fit runs it ({own:,.0f}/s), the tuner gained {mine / own:.2f}x: model.fit runs the naive job "
+            f"{own / naive:.2f}x as fast as the capstone's own loop, so gains over different starts do not compare.")

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -235,26 +235,65 @@ def measured(frame: Any, name: str) -> bool:
     return gain is not None and gain == gain
 
 
-def against_hand_tuned(frame: Any, hand: Any) -> str:
-    """The tuner's combined gain beside notebook 14's hand-tuned one (``capstone.run_stages``
-    with the first and last stages), each against its own baseline, in one computed line."""
-    rows = hand[hand["cumulative"].notna()]
-    if not measured(frame, COMBINED) or len(rows) < 2:
-        return ("No combined run to compare: no trial was faster within the budget" if COMBINED not in frame.index
-                else "Not measured: a run is missing") + " (at test size the budget is small)."
-    mine, theirs = float(frame.at[COMBINED, "gain"]), float(rows["cumulative"].iloc[-1])
-    fast, slow = float(frame.at[COMBINED, "examples/s"]), float(frame.at[BASELINE, "examples/s"])
-    tuned, naive = float(rows["images/s"].iloc[-1]), float(rows["images/s"].iloc[0])
-    spans = [timing.span(q) for q in (frame.at[COMBINED, "gain q1-q3"], rows["cumulative q1-q3"].iloc[-1])]
-    (lo_mine, hi_mine), (lo_theirs, hi_theirs) = spans
-    if lo_mine <= hi_theirs and lo_theirs <= hi_mine:
-        reading = (f"the quartile ranges overlap, so this run does not tell the two apart (the tuner's median is "
-                   f"{mine / theirs:.0%} of the hand-tuned one)")
-    else:
-        reading = (f"the quartile ranges do not overlap: the {'hand-tuned job' if theirs > mine else 'tuner'} gained more "
-                   f"on this run (the tuner's median is {mine / theirs:.0%} of the hand-tuned one)")
-    return (f"The tuner's combined settings: {mine:.2f}x over the job as it is (quartiles {frame.at[COMBINED, 'gain q1-q3']}); "
-            f"notebook 14's hand-tuned job: {theirs:.2f}x over its naive stage (quartiles {rows['cumulative q1-q3'].iloc[-1]}): "
-            f"{reading}. In examples per second the two tuned jobs run at "
-            f"{fast:,.0f} and {tuned:,.0f} ({fast / tuned:.0%}), and the two naive ones at {slow:,.0f} (model.fit) and "
-            f"{naive:,.0f} (the capstone's own loop): a ratio also depends on its baseline.")
+HAND = ("notebook 14: naive", "notebook 14: hand-tuned")  # the capstone's first and last stages
+
+
+@checks.arguments(steps=checks.whole(1, 100_000), n_images=checks.whole(128, 1_000_000), epochs=checks.whole(1, 100),
+                  rounds=checks.whole(1, 100), timeout=checks.timeout)
+def head_to_head(job: str | Path, tuned: Trial, workdir: str | Path, steps: int, n_images: int = 2048,
+                 epochs: int = 3, rounds: int = 3, timeout: float = 900.0, on_progress: ProgressFn | None = None) -> Any:
+    """The job as it is and with ``tuned`` (the tuner's combined settings; a trial without change
+    when nothing paid), beside notebook 14's naive and hand-tuned stages on ``n_images`` images per
+    epoch: four fresh processes a round (three when nothing paid: the job as it is then stands for
+    the tuned job), rounds rotated, so that the machine's drift falls on all alike. Examples per second at the median epoch, quartiles, and the speed over notebook
+    14's naive job: one start for both tuned jobs."""
+    import pandas as pd
+
+    from helpers.topics import capstone, pipelines
+
+    if not Path(job).is_file():
+        raise FileNotFoundError(f"job: no job file at {job}")
+    if not isinstance(tuned, Trial):
+        raise TypeError(f"tuned must be a tuning.Trial (the tune report's 'tuned'), got {type(tuned).__name__}")
+    if n_images % capstone.LARGEST_BATCH:
+        raise ValueError(f"n_images must be a multiple of {capstone.LARGEST_BATCH} (the largest batch), got {n_images}")
+    skip, last = capstone.skipped(), len(capstone.names()) - 1
+    changed = bool(tuned.settings or tuned.env)  # False: the tuner kept the job as it is, whose runs then stand for it
+    shard_dir = (Path(workdir) / f"capstone-{n_images}").resolve()
+    pipelines.make_jpeg_shards(shard_dir, n_images)
+    runs: dict[str, tuple[list[float], list[int]]] = {name: ([], []) for name in (BASELINE, COMBINED, *HAND)}
+    with tempfile.TemporaryDirectory() as folder:
+        trial_program, stage_program = Path(folder) / "tune_trial.py", Path(folder) / "capstone_child.py"
+        trial_program.write_text(lesson().TRIAL_PROGRAM)
+        stage_program.write_text(capstone.lesson().CAPSTONE_CHILD)
+        start = {BASELINE: lambda: _trial_run(trial_program, job, Trial(BASELINE), steps, epochs, timeout),
+                 **({COMBINED: lambda: _trial_run(trial_program, job, tuned, steps, epochs, timeout)} if changed else {}),
+                 HAND[0]: lambda: (capstone.run_stage(stage_program, 0, shard_dir, n_images, epochs, skip, timeout), n_images),
+                 HAND[1]: lambda: (capstone.run_stage(stage_program, last, shard_dir, n_images, epochs, skip, timeout), n_images)}
+        for r in range(rounds):
+            for n, name in enumerate(timing.rotated(list(start), r)):
+                if on_progress is not None:
+                    on_progress(r * len(start) + n, rounds * len(start))
+                seconds, items = start[name]()
+                runs[name][0].extend(seconds)
+                runs[name][1].append(items)
+    if on_progress is not None:
+        on_progress(rounds * len(start), rounds * len(start))
+    timings = {name: timing.Timing(name, tuple(seconds), items=items[0]) for name, (seconds, items) in runs.items() if items}
+    timings = {BASELINE: timings[BASELINE], COMBINED: replace(timings.get(COMBINED, timings[BASELINE]), label=COMBINED),
+               **{name: timings[name] for name in HAND}}
+    naive = timings[HAND[0]]
+    rows = [{"run": name, "examples/s": round(t.items / t.median), "q1-q3 examples/s": f"{t.items / t.q3:.0f}-{t.items / t.q1:.0f}",
+             "over notebook 14's naive": round((t.items / t.median) / (naive.items / naive.median), 2)}
+            for name, t in timings.items()]
+    table = pd.DataFrame(rows).set_index("run")
+    table.attrs["timings"] = timings
+    table.attrs["changed"] = changed
+    return table
+
+
+def _trial_run(program: Path, job: str | Path, trial: Trial, steps: int, epochs: int, timeout: float) -> tuple[list[float], int]:
+    row = run_one(program, Path(job), trial, steps, epochs, timeout)
+    if "error" in row:
+        raise procs.ChildError(f"the trial {trial.name!r} broke the job: {row['error']}")
+    return list(row["seconds"]), int(row["examples"])
