@@ -65,6 +65,9 @@ EXEMPT = {
 }
 
 SCALAR = re.compile(r"(int|float|bool)( \| None)?")
+#: Names that count something: a required, unannotated parameter of lesson code with one of them is a whole number.
+COUNTS = {"steps", "n_ops", "batch", "batch_size", "epochs", "repeats", "units", "features", "examples", "global_batch",
+          "n_images"}
 
 #: A small valid value for required parameters that are not numbers (the numbers are checked
 #: before these are used, so most are never touched).
@@ -102,6 +105,9 @@ def targets() -> list[tuple[str, Any, str, str]]:
                 annotation = str(param.annotation)
                 if param.annotation is inspect.Parameter.empty and type(param.default) in (int, float, bool):
                     annotation = type(param.default).__name__  # lesson code: the default says the kind
+                elif (param.annotation is inspect.Parameter.empty and param.default is inspect.Parameter.empty
+                      and module_name.startswith("helpers.lessons.") and param.name in COUNTS):
+                    annotation = "int"  # lesson code without annotations or default: the name says it counts
                 if SCALAR.fullmatch(annotation) and f"{qual}:{param.name}" not in EXEMPT:
                     found.append((qual, obj, param.name, annotation))
     return found
@@ -131,7 +137,7 @@ def call(obj: Any, param: str, value: Any) -> Any:
         if p.name == param:
             kwargs[p.name] = value
         elif p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            kind = str(p.annotation).split(" ")[0]
+            kind = "int" if p.annotation is inspect.Parameter.empty and p.name in COUNTS else str(p.annotation).split(" ")[0]
             kwargs[p.name] = {"int": 1, "float": 1.0, "bool": False}.get(kind, REQUIRED.get(p.name))
     return obj(**kwargs)
 

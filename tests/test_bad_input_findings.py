@@ -95,7 +95,10 @@ def test_answers_that_were_silently_wrong_are_right_or_refused(tmp_path):
     table = pd.DataFrame({"setting": ["a", "b"], "workload": ["m", "m"], "median_ms": [1.0, 2.0],
                           "q1_ms": [0.9, 1.9], "q3_ms": [1.1, 2.1]})  # no "error" column: nothing failed
     assert cputune.check_fastest(table, "m", "a")
-    assert not cputune.check_fastest(table, "m", 0)
+    feedback = cputune.check_fastest(table, "m", 0)
+    assert not feedback and "name the setting as text" in feedback.message and "got int" in feedback.message
+    feedback = cputune.check_fastest(table, "m", "intra 9")
+    assert not feedback and "'intra 9' is not one of the settings: ['a', 'b']" in feedback.message
 
 
 def test_sizes_the_machine_cannot_hold_are_refused_before_building(monkeypatch):
@@ -108,6 +111,8 @@ def test_sizes_the_machine_cannot_hold_are_refused_before_building(monkeypatch):
     monkeypatch.setattr(fused, "lesson", lambda: pytest.fail("the workload was built before the check"))
     with pytest.raises(ValueError, match=r"rnn sizes \(batch=32, steps=50, features=32, units=65536\) needs about"):
         rnn.rnn_variants(units=65536)
+    with pytest.raises(ValueError, match=r"rnn sizes \(batch=32, steps=50, features=32, units=65536\) needs about"):
+        rnn.cudnn_variants(units=65536)
     with pytest.raises(ValueError, match=r"xla_variants\(size=1,000,000,000\) needs about 15,259 MiB"):
         fused.xla_variants(size=10**9)
     with pytest.raises(ValueError, match=r"height must be a whole number from 1 to 8,192 \(pixels\)"):

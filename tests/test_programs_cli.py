@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ VALID = {
 WHOLE = [("MWMS_WORKER", "--steps"), ("MWMS_WORKER", "--batch"), ("MWMS_WORKER", "--every"),
          ("PS_PROGRAM", "--steps"), ("PS_PROGRAM", "--batch"),
          ("DATA_SERVICE_TRAINER", "--examples"), ("DATA_SERVICE_TRAINER", "--repeats"), ("SHARDING_WORKER", "--batch")]
-OTHER = [("MWMS_WORKER", "--start-timeout"), ("DATA_SERVICE_TRAINER", "--cpus"), ("DATA_SERVICE_SERVER", "--cpus"),
+OTHER = [("MWMS_WORKER", "--start-timeout"), ("PS_PROGRAM", "--start-timeout"), ("DATA_SERVICE_TRAINER", "--cpus"), ("DATA_SERVICE_SERVER", "--cpus"),
          ("DATA_SERVICE_TRAINER", "--service"), ("DATA_SERVICE_TRAINER", "--start-timeout"),
          ("DATA_SERVICE_SERVER", "--start-timeout")]
 BAD = st.sampled_from(["0", "-5", "x", "1.5", "nan", "inf", "-inf", "1e400", "99999", "0,x", "grpc://127.0.0.1:1",
@@ -85,6 +86,29 @@ def test_a_bad_option_is_one_line_and_exit_2(tmp_path_factory, option, value):
     args = [a.format(tmp=folder) for a in args]
     args = args[:args.index(flag)] + args[args.index(flag) + 2:] if flag in args else args
     assert_refused(run(program, [*args, f"{flag}={value}"], config, folder), flag)
+
+
+#: Options with a test of their own instead of the fuzzing (a folder: which values are bad depends on the disk).
+OWN_TEST = {("MWMS_WORKER", "--checkpoints"): "test_checkpoints_naming_a_file_is_refused"}
+
+
+def test_every_option_that_takes_a_value_is_fuzzed():
+    # A new option is a new way to pass a bad value: it must be in WHOLE or OTHER (or have a test of its own).
+    options = {(program, flag) for program in VALID
+               for flag, rest in re.findall(r'add_argument\(\s*"(--[\w-]+)"([^\n]*)', SOURCES[program]) if "store_true" not in rest}
+    assert len(options) >= 15, "the pattern no longer finds the programs' options"
+    assert options <= set(WHOLE + OTHER) | set(OWN_TEST), f"options not fuzzed: {sorted(options - set(WHOLE + OTHER) - set(OWN_TEST))}"
+    assert all(name in globals() for name in OWN_TEST.values())
+
+
+@pytest.mark.parametrize("program, flag, value", [("MWMS_WORKER", "--steps", "0"), ("MWMS_WORKER", "--every", "0"),
+                                                  ("MWMS_WORKER", "--start-timeout", "-1"), ("PS_PROGRAM", "--start-timeout", "-1"),
+                                                  ("DATA_SERVICE_TRAINER", "--examples", "-5")])
+def test_the_options_issue_35_found_are_refused(tmp_path, program, flag, value):
+    args, config = VALID[program]
+    args = [a.format(tmp=tmp_path) for a in args]
+    args = args[:args.index(flag)] + args[args.index(flag) + 2:] if flag in args else args
+    assert_refused(run(program, [*args, flag, value], config, tmp_path), flag)
 
 
 @pytest.mark.parametrize("program", ["PS_PROGRAM", "DATA_SERVICE_SERVER", "MWMS_WORKER"])

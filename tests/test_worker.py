@@ -60,19 +60,24 @@ def test_a_start_up_that_finishes_leaves_no_watcher():
     assert after == set()
 
 
-def test_the_notebook_13_worker_ends_at_its_deadline_when_a_peer_never_starts(tmp_path):
-    from helpers.lessons.distribute_training import MWMS_WORKER
+@pytest.mark.parametrize("name, cluster_spec, args, waiting_for", [
+    ("MWMS_WORKER", {"worker": 2}, ["--steps", "5", "--checkpoints", "{tmp}/ck"], "the other workers"),
+    ("PS_PROGRAM", {"chief": 1, "ps": 1, "worker": 1}, ["--steps", "3"], "the servers and workers"),
+])
+def test_a_notebook_13_program_ends_at_its_deadline_when_a_peer_never_starts(tmp_path, name, cluster_spec, args, waiting_for):
+    from helpers.lessons import distribute_training
 
-    program = tmp_path / "mwms_worker.py"
-    program.write_text(MWMS_WORKER)
-    lonely = {"cluster": {"worker": [f"127.0.0.1:{p}" for p in cluster.free_ports(2)]},
-              "task": {"type": "worker", "index": 0}}
+    program = tmp_path / f"{name.lower()}.py"
+    program.write_text(getattr(distribute_training, name))
+    ports = iter(cluster.free_ports(sum(cluster_spec.values())))
+    spec = {role: [f"127.0.0.1:{next(ports)}" for _ in range(n)] for role, n in cluster_spec.items()}
+    lonely = {"cluster": spec, "task": {"type": next(iter(spec)), "index": 0}}  # the others are never started
     env = {**os.environ, "TF_CONFIG": json.dumps(lonely), "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(program), "--steps", "5", "--checkpoints", str(tmp_path / "ck"),
-                           "--start-timeout", "5"], env=env, capture_output=True, text=True, timeout=240)
+    done = subprocess.run([sys.executable, str(program), *(a.format(tmp=tmp_path) for a in args), "--start-timeout", "5"],
+                          env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == -9, done.stderr[-2000:]
-    assert done.stderr.strip().splitlines()[-1].startswith("mwms_worker.py: gave up after 5 s waiting for the other workers")
+    assert done.stderr.strip().splitlines()[-1].startswith(f"{program.name}: gave up after 5 s waiting for {waiting_for}")
     assert "Traceback" not in done.stderr
     assert time.monotonic() - started < 200
 

@@ -8,7 +8,10 @@ notebook, then run ``make export``.
 import keras
 import tensorflow as tf
 
+from helpers import checks
 
+
+@checks.arguments(units=checks.whole(1, 4096), steps=checks.whole(1, 10_000), features=checks.whole(1, 4096))
 def recurrent_layers(units, steps, features):
     """Four LSTM paths sharing one set of weights, and a GRU, built for [batch, steps, features] input."""
     layers = {
@@ -70,8 +73,6 @@ def cudnn_blockers(layer):
 
 import functools
 
-from helpers import checks
-
 
 class LayerNormLSTMCell(keras.layers.LSTMCell):
     """An LSTM cell with one layer normalization over its four gates' pre-activations and one over its cell
@@ -94,6 +95,7 @@ class LayerNormLSTMCell(keras.layers.LSTMCell):
         return h, [h, c]
 
 
+@checks.arguments(units=checks.whole(1, 4096), steps=checks.whole(1, 10_000), features=checks.whole(1, 4096))
 def padded_and_more_layers(units, steps, features):
     """The LSTM layer, the same layer again (to be called with a mask), a layer-normalized cell in RNN,
     and Bidirectional(LSTM)."""

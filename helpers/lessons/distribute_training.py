@@ -23,7 +23,7 @@ def make_variables(strategy):
     return {"w": w, "b": b}
 
 
-@checks.arguments(learning_rate=checks.number(0.0, 100.0, above=True))
+@checks.arguments(global_batch=checks.whole(1, 1_000_000), learning_rate=checks.number(0.0, 100.0, above=True))
 def make_train_step(strategy, variables, global_batch, learning_rate=0.1):
     """One SGD step on a distributed batch: each replica computes gradients on its slice, the
     all-reduce sums them, every copy applies the same update."""
@@ -233,6 +233,7 @@ parser = argparse.ArgumentParser(prog="ps_program.py")
 parser.add_argument("--steps", type=worker.whole(1), default=20)
 parser.add_argument("--batch", type=worker.whole(1), default=64)
 parser.add_argument("--keras-fit", action="store_true", help="try model.fit instead of the coordinator loop")
+parser.add_argument("--start-timeout", type=worker.seconds, default=180, help="the chief gives up if a task does not answer in time")
 args = parser.parse_args()
 worker.task_from_tf_config()  # no TF_CONFIG, or a malformed one: one line and exit 2
 
@@ -247,7 +248,8 @@ if resolver.task_type in ("worker", "ps"):
                                   protocol=resolver.rpc_layer or "grpc", start=True)
     server.join()  # serve until the job is stopped
 
-strategy = tf.distribute.ParameterServerStrategy(resolver)
+with worker.startup_deadline(args.start_timeout, "the servers and workers in TF_CONFIG"):  # it waits for every task
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
 x, y = make_data(args.steps * args.batch)
 
 if args.keras_fit:

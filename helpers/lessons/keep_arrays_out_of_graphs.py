@@ -8,7 +8,10 @@ notebook, then run ``make export``.
 import numpy as np
 import tensorflow as tf
 
+from helpers import checks
 
+
+@checks.arguments(n_ops=checks.whole(1, 100_000))
 def tf1_graph(array, n_ops, fix="none"):
     """A TF1 graph in which n_ops ops each add `array` to a placeholder x."""
     graph = tf.Graph()

@@ -7,15 +7,15 @@ notebook, then run ``make export``.
 
 import tensorflow as tf
 
+from helpers import checks
 
+
+@checks.arguments(n_ops=checks.whole(1, 100_000))
 def small_ops_chain(x, n_ops):
     """Apply n_ops tiny elementwise ops to x: multiply and add, alternating."""
     for i in range(n_ops):
         x = x * 0.999 if i % 2 == 0 else x + 0.001
     return x
-
-
-from helpers import checks
 
 
 @checks.arguments(n_ops=checks.whole(1, 100_000), size=checks.whole(1, 10**8))

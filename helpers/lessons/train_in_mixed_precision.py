@@ -40,6 +40,7 @@ def compiled_model(policy="float32", jit_compile=False, steps_per_execution=1, i
     return model
 
 
+@checks.arguments(batch_size=checks.whole(1, 65_536))
 def image_dataset(images, labels, batch_size):
     """Batches of (image, label) from arrays in memory, cached, two batches prefetched."""
     options = tf.data.Options()

@@ -5,18 +5,24 @@ notebook, then run ``make export``.
 """
 
 
+from helpers import checks
+
+
+@checks.arguments(steps=checks.whole(1, 1_000_000))
 def data_only(dataset, steps):
     """Read `steps` batches and do nothing else with them: the input pipeline's speed alone."""
     for _ in dataset.take(steps):
         pass
 
 
+@checks.arguments(steps=checks.whole(1, 1_000_000))
 def compute_only(model, dataset, steps):
     """Train `steps` steps on one batch held in memory: the model's speed with its input for free."""
     one_batch = dataset.take(1).cache().repeat()
     model.fit(one_batch, steps_per_epoch=steps, epochs=1, verbose=0)
 
 
+@checks.arguments(steps=checks.whole(1, 1_000_000))
 def end_to_end(model, dataset, steps):
     """Train `steps` steps fed by the pipeline, as the job runs."""
     model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
@@ -24,9 +30,11 @@ def end_to_end(model, dataset, steps):
 
 import tensorflow as tf
 
+from helpers import checks
 from helpers.topics import profiling
 
 
+@checks.arguments(steps=checks.whole(1, 100_000))
 def profile_steps(model, dataset, steps, logdir):
     """Record `steps` training steps, each in a Trace span; the batch is fetched outside it."""
     batches = iter(dataset)
