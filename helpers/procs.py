@@ -5,7 +5,9 @@ devices, the placer log), and a long-lived kernel hides memory growth. The answe
 process per measurement. ``run_rows`` starts one from an argument list (never a shell), with
 its own environment and a timeout, and kills and reaps it (and anything it started) on a
 timeout, an error or an interrupt. The child reports with ``emit``: one JSON object per line,
-after a marker, so stray prints and log lines never pass for results.
+after a marker, so stray prints and log lines never pass for results. ``programs`` writes a
+notebook's child programs (lesson code, shown in full in the notebook) to files for one block,
+so that they run as a learner runs them from a terminal.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,6 +200,20 @@ def run_rows(
     if not rows:
         raise ChildError(f"{_name(args)} finished but reported no result rows", tail(result.stderr + "\n" + result.stdout))
     return rows
+
+
+@contextlib.contextmanager
+def programs(sources: Mapping[str, str], prefix: str = "workbook-") -> Iterator[dict[str, Path]]:
+    """Each of ``sources`` (file name -> program text) written to a new temporary folder for the
+    block: ``{name: path}``. The folder is removed after the block, also on an error or Ctrl-C."""
+    if not sources or not all(isinstance(n, str) and n.endswith(".py") and "/" not in n and isinstance(t, str)
+                              for n, t in sources.items()):
+        raise ValueError(f"sources must map file names ending in .py to program text, got {list(sources)!r}")
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        paths = {name: Path(folder) / name for name in sources}
+        for name, text in sources.items():
+            paths[name].write_text(text)
+        yield paths
 
 
 def python_module(module: str, *args: str) -> list[str]:

@@ -155,3 +155,17 @@ def test_a_sibling_that_exited_unwaited_keeps_its_exit_code(no_children_left):
         time.sleep(0.05)  # waiting for the sibling to exit, unwaited
     procs.run(py("print('done')"), timeout=60)
     assert sibling.wait(timeout=10) == 3
+
+
+def test_programs_are_written_for_the_block_and_removed_after_it_also_on_an_error():
+    with procs.programs({"child.py": "print('hi')\n", "other.py": ""}) as files:
+        assert files["child.py"].read_text() == "print('hi')\n" and files["other.py"].parent == files["child.py"].parent
+        folder = files["child.py"].parent
+    assert not folder.exists()
+    with pytest.raises(RuntimeError, match="inside"), procs.programs({"child.py": ""}) as files:
+        folder = files["child.py"].parent
+        raise RuntimeError("inside the block")
+    assert not folder.exists()
+    for bad in ({}, {"child": ""}, {"../child.py": ""}, {"child.py": b""}):
+        with pytest.raises(ValueError, match="sources must map file names ending in .py"), procs.programs(bad):
+            pass

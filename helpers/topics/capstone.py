@@ -96,9 +96,8 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
     pipelines.make_jpeg_shards(shard_dir, n_images)
     run = [i for i in chosen if i not in skip]
     seconds: dict[int, list[float]] = {i: [] for i in run}
-    with tempfile.TemporaryDirectory() as folder:
-        program = Path(folder) / "capstone_child.py"
-        program.write_text(lesson().CAPSTONE_CHILD)
+    with procs.programs({"capstone_child.py": lesson().CAPSTONE_CHILD}) as files:
+        program = files["capstone_child.py"]
         for r in range(rounds):
             for n, index in enumerate(timing.rotated(run, r), start=1):
                 seconds[index].extend(run_stage(program, index, shard_dir, n_images, epochs, skip, timeout))

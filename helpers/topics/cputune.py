@@ -10,7 +10,6 @@ the wheel's instruction sets are in ``helpers.topics.cpu_report``.
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,10 +111,8 @@ def run_setting(setting: Setting, workloads: Sequence[str], repeats: int = 5, sm
     with ``seconds`` (one per repeat) or the ``error`` it raised."""
     workloads = _check_workloads(workloads)
     whole_number("repeats", repeats)
-    with tempfile.TemporaryDirectory() as folder:
-        program = Path(folder) / "cpu_child.py"
-        program.write_text(lesson().CPU_CHILD)
-        args = [sys.executable, str(program), "--workloads", ",".join(workloads), "--intra", str(setting.intra),
+    with procs.programs({"cpu_child.py": lesson().CPU_CHILD}) as files:
+        args = [sys.executable, str(files["cpu_child.py"]), "--workloads", ",".join(workloads), "--intra", str(setting.intra),
                 "--inter", str(setting.inter), "--repeats", str(repeats), *(["--small"] if small else [])]
         return procs.run_rows(args, env=setting.env(), timeout=timeout)
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks
+from helpers import checks, procs
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn
@@ -41,8 +40,6 @@ def _label(workers: int) -> str:
 def run_trainer(trainer_file: str | Path, service: str = "", *, examples: int = 2048, repeats: int = 3,
                 cpus: str = "", timeout: float = 600.0) -> dict[str, Any]:
     """Run the notebook's trainer program once in a fresh process; its result row."""
-    from helpers import procs
-
     args = [sys.executable, str(trainer_file), "--service", service, "--examples", str(examples),
             "--repeats", str(repeats), "--cpus", cpus]
     return procs.run_rows(args, env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)[-1]
@@ -119,11 +116,10 @@ def _bench_sweep(examples: int = 2048, rounds: int = 3) -> Any:
     """For the bench: the notebook's trainer with 0 and 2 service workers, written from the lesson."""
     from helpers.lessons import distribute_training as lesson
 
-    with tempfile.TemporaryDirectory() as work:
-        server, trainer = Path(work, "data_service_server.py"), Path(work, "data_service_trainer.py")
-        server.write_text(lesson.DATA_SERVICE_SERVER)
-        trainer.write_text(lesson.DATA_SERVICE_TRAINER)
-        return worker_sweep(server, trainer, workers=(0, 2), examples=examples, rounds=rounds, logdir=Path(work, "logs"))
+    sources = {"data_service_server.py": lesson.DATA_SERVICE_SERVER, "data_service_trainer.py": lesson.DATA_SERVICE_TRAINER}
+    with procs.programs(sources) as files:
+        return worker_sweep(files["data_service_server.py"], files["data_service_trainer.py"], workers=(0, 2),
+                            examples=examples, rounds=rounds, logdir=files["data_service_server.py"].parent / "logs")
 
 
 BENCHMARKS = [

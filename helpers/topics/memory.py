@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from helpers import checks, lessons
@@ -206,10 +204,8 @@ def embedding_experiment(
     checks.number(0, 24 * 3600, above=True)("timeout", timeout)
     if on_progress is not None:
         on_progress(0, 1)
-    with tempfile.TemporaryDirectory(prefix="workbook-05-") as folder:
-        program = Path(folder) / "embedding_child.py"
-        program.write_text(lesson().EMBEDDING_CHILD)
-        rows = procs.run_rows([sys.executable, str(program), str(mib), *map(str, steps)],
+    with procs.programs({"embedding_child.py": lesson().EMBEDDING_CHILD}, prefix="workbook-05-") as files:
+        rows = procs.run_rows([sys.executable, str(files["embedding_child.py"]), str(mib), *map(str, steps)],
                               env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)
     if on_progress is not None:
         on_progress(1, 1)

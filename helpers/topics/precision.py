@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from helpers import checks, env, lessons
@@ -115,10 +113,8 @@ def run_child(policy: str, isa: str = "", verbose: bool = False, batch: int = 64
     checks.one_of(*POLICIES)("policy", policy)
     checks.one_of(*ISAS)("isa", isa)
     env = {"TF_CPP_MIN_LOG_LEVEL": "2", **({"ONEDNN_MAX_CPU_ISA": isa} if isa else {}), **({"ONEDNN_VERBOSE": "1"} if verbose else {})}
-    with tempfile.TemporaryDirectory() as folder:
-        program = Path(folder) / "precision_child.py"
-        program.write_text(lesson().PRECISION_CHILD)
-        args = [sys.executable, str(program), "--policy", policy, "--batch", str(batch), "--size", str(size),
+    with procs.programs({"precision_child.py": lesson().PRECISION_CHILD}) as files:
+        args = [sys.executable, str(files["precision_child.py"]), "--policy", policy, "--batch", str(batch), "--size", str(size),
                 "--steps", str(steps), "--repeats", str(repeats)]
         result = procs.run(args, env=env, timeout=timeout)
     rows = procs.parse_rows(result.stdout)

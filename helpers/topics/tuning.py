@@ -9,9 +9,7 @@ is the change to make in the job, shown in the report.
 from __future__ import annotations
 
 import math
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -127,13 +125,9 @@ def run_trials(job: str | Path, trials: Sequence[Trial], steps: int, epochs: int
     speeds up or slows down during the round widens its spread instead of biasing every gain. A trial that breaks the job is kept with its error and not rerun."""
     runnable = [t for t in trials if not t.skipped]
     outcomes = {t.name: Outcome(t) for t in trials}
-    folder = Path(tempfile.mkdtemp(prefix="workbook-tune-"))
-    program = folder / "tune_trial.py"
-    program.write_text(lesson().TRIAL_PROGRAM)
-    try:
-        return _rounds(program, job, runnable, outcomes, steps, epochs, rounds, budget, timeout, on_progress, clock)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with procs.programs({"tune_trial.py": lesson().TRIAL_PROGRAM}, prefix="workbook-tune-") as files:
+        return _rounds(files["tune_trial.py"], job, runnable, outcomes, steps, epochs, rounds, budget, timeout,
+                       on_progress, clock)
 
 
 def _rounds(program: Path, job: str | Path, runnable: list[Trial], outcomes: dict[str, Outcome], steps: int,
@@ -262,10 +256,9 @@ def head_to_head(job: str | Path, tuned: Trial, workdir: str | Path, steps: int,
     shard_dir = (Path(workdir) / f"capstone-{n_images}").resolve()
     pipelines.make_jpeg_shards(shard_dir, n_images)
     runs: dict[str, tuple[list[float], list[int]]] = {name: ([], []) for name in (BASELINE, COMBINED, *HAND)}
-    with tempfile.TemporaryDirectory() as folder:
-        trial_program, stage_program = Path(folder) / "tune_trial.py", Path(folder) / "capstone_child.py"
-        trial_program.write_text(lesson().TRIAL_PROGRAM)
-        stage_program.write_text(capstone.lesson().CAPSTONE_CHILD)
+    sources = {"tune_trial.py": lesson().TRIAL_PROGRAM, "capstone_child.py": capstone.lesson().CAPSTONE_CHILD}
+    with procs.programs(sources, prefix="workbook-tune-") as files:
+        trial_program, stage_program = files["tune_trial.py"], files["capstone_child.py"]
         start = {BASELINE: lambda: _trial_run(trial_program, job, Trial(BASELINE), steps, epochs, timeout),
                  **({COMBINED: lambda: _trial_run(trial_program, job, tuned, steps, epochs, timeout)} if changed else {}),
                  HAND[0]: lambda: (capstone.run_stage(stage_program, 0, shard_dir, n_images, epochs, skip, timeout), n_images),
