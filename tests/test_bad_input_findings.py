@@ -173,3 +173,34 @@ def test_a_comparison_widget_refuses_a_bad_unit_or_baseline_before_run():
         widgets.ComparisonWidget(lambda: {"a": lambda: 1}, unit="px")
     with pytest.raises(TypeError, match="baseline must be the name of a variant"):
         widgets.ComparisonWidget(lambda: {"a": lambda: 1}, baseline=3)
+
+
+def function_from_notebook(notebook: str, name: str, namespace: dict) -> object:
+    """``def name(...)`` from a notebook's code cell (lesson code that is not exported), run alone in ``namespace``."""
+    import ast
+    import json
+    from pathlib import Path
+
+    from helpers.nbtools import source
+
+    cells = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / notebook).read_text())["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "code" and f"def {name}(" in source(cell):
+            node = next(n for n in ast.parse(source(cell)).body if isinstance(n, ast.FunctionDef) and n.name == name)
+            exec(compile(ast.Module([node], []), notebook, "exec"), namespace)  # noqa: S102 - the notebook's own code
+            return namespace[name]
+    raise AssertionError(f"{notebook} has no cell defining {name}()")
+
+
+def test_lesson_cells_that_are_not_exported_refuse_nonsense_too():
+    """make_tower_sum([]) (04) failed inside TensorFlow; profile(..., steps=0) (14) wrote an empty trace."""
+    import tensorflow as tf
+
+    make_tower_sum = function_from_notebook("04_split_work_into_towers.ipynb", "make_tower_sum", {"tf": tf})
+    for bad in ([], "/CPU:0"):
+        with pytest.raises(ValueError, match="devices must be a non-empty list of device names"):
+            make_tower_sum(bad)
+    profile = function_from_notebook("14_profile_and_tune_a_job.ipynb", "profile", {"tf": tf})
+    for steps, warmup in ((0, 3), (-1, 3), (2.5, 3), (8, -1)):
+        with pytest.raises(ValueError, match="steps must be >= 1 and warmup >= 0"):
+            profile(None, iter(()), "/nonexistent", steps=steps, warmup=warmup)
