@@ -60,7 +60,9 @@ def tune(job: str | Path, budget: float = 600.0, rounds: int = 3, epochs: int = 
 
     outcomes = tuning.run_trials(job, trials, steps, epochs, rounds, left(SHARES[0]), on_progress=on_progress)
     frame = tune_report.table(outcomes)
-    won = [outcomes[name].trial for name in tune_report.faster(frame)]
+    won = [outcomes[name].trial for name in tune_report.faster(frame)]  # best first
+    clashed = tuning.clashes(won)  # a second batch size, say: the better one is kept
+    won = [t for t in won if t.name not in clashed]
     second, combined, together = None, None, None
     retry = [outcomes[name].trial for name in tune_report.worth_retrying(frame)]
     if won and retry:  # the bottleneck moved: what did not pay alone may pay on top of what did
@@ -73,6 +75,7 @@ def tune(job: str | Path, budget: float = 600.0, rounds: int = 3, epochs: int = 
         together = tuning.combine(won[::-1])  # the best single change wins a clash
         combined = tuning.run_trials(job, [tuning.Trial(tuning.BASELINE), together], steps, epochs, rounds, left(1.0))
         frame = tune_report.table(outcomes, combined)
+    frame.attrs["clashes"] = clashed
     machine, line = stamp.machine(), stamp.text(scale=env.scale())
     text = tune_report.markdown(frame, Path(job).name, line, second)
     data = tune_report.bench_result(frame, {**outcomes, **(combined or {})}, str(job), machine, line, started,

@@ -271,11 +271,15 @@ def test_the_readings_are_computed_from_the_tables():
     import pandas as pd
 
     diagnosis = pd.DataFrame({"items_per_s": [400.0, 1600.0, 900.0]}, index=["end to end", "data only", "compute only"])
-    reading = tuning.bound_reading(diagnosis)
+    reading = tune_report.bound_reading(diagnosis)
     assert reading.startswith("Compute-bound: the model alone takes 900 examples/s, less than the pipeline gives (1,600/s).")
-    assert "44% of the slower of the two; 576/s" in reading and "take turns on the same cores" in reading
+    assert "44% of the slower of the two; 576/s" in reading and "End to end is below even that" in reading
+    diagnosis.loc["end to end", "items_per_s"] = 650.0  # above taking turns (576/s), well below the slower side (900/s)
+    assert "the two take turns on the same cores rather than overlap" in tune_report.bound_reading(diagnosis)
+    diagnosis.loc["end to end", "items_per_s"] = 850.0
+    assert tune_report.bound_reading(diagnosis).endswith("900/s if they overlapped perfectly.")
     diagnosis.loc["data only", "items_per_s"] = 100.0
-    assert tuning.bound_reading(diagnosis).startswith("Input-bound: the pipeline alone gives 100 examples/s")
+    assert tune_report.bound_reading(diagnosis).startswith("Input-bound: the pipeline alone gives 100 examples/s")
 
 
 XLA = Trial(COMBINED, {"jit_compile": True})
@@ -345,3 +349,23 @@ def test_keras_traces_finds_the_training_function():
     assert tuning.keras_traces(model) is None  # not trained yet: no training function
     model.fit(np.zeros((8, 4), "float32"), np.zeros((8, 2), "float32"), batch_size=4, epochs=2, verbose=0)
     assert tuning.keras_traces(model) == 1
+
+
+def test_changes_that_set_the_same_thing_are_not_combined_and_the_report_says_so():
+    trials = [Trial("batch 128", {"batch_size": 128}), Trial("tf.data options", {"options": True}),
+              Trial("batch 256", {"batch_size": 256}), Trial("your pipeline='tf.data'", {"dataset_choices": {"pipeline": "tf.data"}}),
+              Trial("your pipeline='cached'", {"dataset_choices": {"pipeline": "cached"}}),
+              Trial("your other switch", {"dataset_choices": {"shuffle": False}}), Trial("oneDNN off", env={"TF_ENABLE_ONEDNN_OPTS": "0"}),
+              Trial("oneDNN on", env={"TF_ENABLE_ONEDNN_OPTS": "1"})]
+    assert tuning.clashes(trials) == {"batch 256": "batch 128", "your pipeline='cached'": "your pipeline='tf.data'",
+                                      "oneDNN on": "oneDNN off"}
+    outcomes, combined, _ = measured_frame()
+    outcomes["batch 256"] = outcome("batch 256", [0.8, 0.81, 0.79, 0.8], code="make_dataset(256)")  # faster, 1.25x
+    frame = tune_report.table(outcomes, combined)
+    frame.attrs["clashes"] = {"batch 256": "XLA"}  # as tune() records them
+    line = tune_report.summary(frame)
+    assert line.startswith("2 of 6 trials made the job faster: XLA (1.99x), batch 256 (1.2")
+    assert "batch 256 was not combined: it sets what XLA sets, which gained more." in line
+    assert "the product of their gains measured one at a time is 1.99x" in line  # batch 256's gain left out
+    text = tune_report.markdown(frame, "job.py", "a stamp")
+    assert "- Not combined: batch 256 sets what XLA sets." in text and "make_dataset(256)" not in text

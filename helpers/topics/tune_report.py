@@ -89,9 +89,13 @@ def summary(frame: Any, second: Any = None) -> str:
         late = faster(second)
         parts.append(f"Tried again on top of the changes that paid, {len(late)} of {len(second) - 1} then paid"
                      + (": " + ", ".join(f"{n} ({second.at[n, 'gain']:.2f}x over them)" for n in late) + "." if late else "."))
+    clashed = frame.attrs.get("clashes", {})
+    if clashed:
+        parts.append(" ".join(f"{n} was not combined: it sets what {better} sets, which gained more." for n, better in clashed.items()))
     if measured(frame, COMBINED):
         c = frame.loc[COMBINED]
-        gains = [frame.at[n, "gain"] for n in won] + ([] if second is None else [second.at[n, "gain"] for n in faster(second)])
+        gains = [frame.at[n, "gain"] for n in won if n not in clashed]
+        gains += [] if second is None else [second.at[n, "gain"] for n in faster(second)]
         product = math.prod(gains)
         low, high = timing.span(c["gain q1-q3"])
         inside = "inside" if low <= product <= high else "outside"
@@ -114,13 +118,15 @@ def markdown(frame: Any, job: str, stamp: str, second: Any = None) -> str:
         lines += ["| " + " | ".join(results.cell("" if v is None or v != v else v) for v in (n, r["gain"], r["gain q1-q3"],
                                                                                             r["verdict"])) + " |"
                   for n, r in second.iterrows() if n != BASELINE]
-    won = faster(frame) + ([] if second is None else faster(second))
+    clashed = frame.attrs.get("clashes", {})
+    won = [n for n in faster(frame) if n not in clashed] + ([] if second is None else faster(second))
     if won:
         lines += ["", "## The changes that paid, best first", ""]
         for name in won:
             where = frame if name in faster(frame) else second
             lines += [f"- **{results.cell(name)}** ({where.at[name, 'gain']:.2f}x{'' if where is frame else ' on top'}):",
                       "", "  ```python", *(f"  {line}" for line in frame.at[name, "change"].splitlines()), "  ```"]
+        lines += [f"- Not combined: {results.cell(n)} sets what {results.cell(b)} sets." for n, b in clashed.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -203,3 +209,25 @@ def head_to_head_reading(frame: Any) -> str:
             f"job ({naive:,.0f}/s), that is {mine / naive:.2f}x against {theirs / naive:.2f}x. Over its own start, the job as "
             f"model.fit runs it ({own:,.0f}/s), the tuner gained {mine / own:.2f}x: model.fit runs the naive job "
             f"{own / naive:.2f}x as fast as the capstone's own loop, so gains over different starts do not compare.")
+
+
+def bound_reading(table: Any) -> str:
+    """Input- or compute-bound, from a ``timing.compare`` table of "data only", "compute only"
+    and "end to end" with ``items_per_s``: one computed line."""
+    data, compute, both = (float(table.at[k, "items_per_s"]) for k in ("data only", "compute only", "end to end"))
+    shared = 1 / (1 / data + 1 / compute)  # the two one after the other on the same cores
+    kind = (f"Input-bound: the pipeline alone gives {data:,.0f} examples/s, less than the model takes ({compute:,.0f}/s)"
+            if data < compute else
+            f"Compute-bound: the model alone takes {compute:,.0f} examples/s, less than the pipeline gives ({data:,.0f}/s)")
+    if both < 0.95 * shared:
+        turns = (" End to end is below even that: something besides the two sides costs time when they run together (a Python "
+                 "feed and the training steps competing for the interpreter, say), so making either side cheaper pays, the "
+                 "faster one included.")
+    elif both < 0.8 * min(data, compute):
+        turns = (" End to end is well below the slower of the two: the two take turns on the same cores rather than overlap, "
+                 "so making either side cheaper pays, the faster one included.")
+    else:
+        turns = ""
+    return (f"{kind}. End to end: {both:,.0f}/s, {both / min(data, compute):.0%} of the slower of the two; "
+            f"{shared:,.0f}/s is what to expect if the two took turns on the same cores, "
+            f"{min(data, compute):,.0f}/s if they overlapped perfectly.{turns}")

@@ -100,6 +100,22 @@ def combine(trials: Sequence[Trial]) -> Trial:
     return Trial(COMBINED, settings, environment, code="\n".join(t.code for t in trials))
 
 
+def clashes(trials: Sequence[Trial]) -> dict[str, str]:
+    """Among ``trials``, best first, those that set something a better one sets too (two batch
+    sizes, one switch twice): {name: the better one's name}. They cannot be applied together."""
+    owner: dict[str, str] = {}
+    dropped: dict[str, str] = {}
+    for trial in trials:
+        keys = {f"{k}.{sub}" for k, v in trial.settings.items() if isinstance(v, dict) for sub in v}
+        keys |= {k for k, v in trial.settings.items() if not isinstance(v, dict)} | {f"env {k}" for k in trial.env}
+        better = next((owner[k] for k in sorted(keys) if k in owner), None)
+        if better is not None:
+            dropped[trial.name] = better
+            continue
+        owner.update(dict.fromkeys(keys, trial.name))
+    return dropped
+
+
 @checks.arguments(steps=checks.whole(1, 100_000), epochs=checks.whole(1, 100), timeout=checks.timeout)
 def run_one(program: Path, job: Path, trial: Trial, steps: int, epochs: int, timeout: float) -> dict[str, Any]:
     """One trial in a fresh process: its row, or ``{"error": ...}`` when the job broke under it."""
@@ -188,21 +204,6 @@ def plan_table(trials: Sequence[Trial]) -> Any:
 
     return pd.DataFrame([{"trial": t.name, "change": t.code or "(none)", "skipped here because": t.skipped}
                          for t in trials]).set_index("trial")
-
-
-def bound_reading(table: Any) -> str:
-    """Input- or compute-bound, from a ``timing.compare`` table of "data only", "compute only"
-    and "end to end" with ``items_per_s``: one computed line."""
-    data, compute, both = (float(table.at[k, "items_per_s"]) for k in ("data only", "compute only", "end to end"))
-    shared = 1 / (1 / data + 1 / compute)  # the two one after the other on the same cores
-    kind = (f"Input-bound: the pipeline alone gives {data:,.0f} examples/s, less than the model takes ({compute:,.0f}/s)"
-            if data < compute else
-            f"Compute-bound: the model alone takes {compute:,.0f} examples/s, less than the pipeline gives ({data:,.0f}/s)")
-    turns = (" End to end is well below both: the two take turns on the same cores rather than overlap, so making "
-             "either side cheaper pays, the faster one included." if both < 0.8 * min(data, compute) else "")
-    return (f"{kind}. End to end: {both:,.0f}/s, {both / min(data, compute):.0%} of the slower of the two; "
-            f"{shared:,.0f}/s is what to expect if the two took turns on the same cores, "
-            f"{min(data, compute):,.0f}/s if they overlapped perfectly.{turns}")
 
 
 def keras_traces(model: Any) -> int | None:
