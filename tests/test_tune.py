@@ -273,7 +273,7 @@ def test_the_readings_are_computed_from_the_tables():
     diagnosis = pd.DataFrame({"items_per_s": [400.0, 1600.0, 900.0]}, index=["end to end", "data only", "compute only"])
     reading = tune_report.bound_reading(diagnosis)
     assert reading.startswith("Compute-bound: the model alone takes 900 examples/s, less than the pipeline gives (1,600/s).")
-    assert "44% of the slower of the two; 576/s" in reading and "End to end is below even that" in reading
+    assert "44% of the slower of the two; 576/s" in reading and "End to end is below even the two taking turns (576/s)" in reading
     diagnosis.loc["end to end", "items_per_s"] = 650.0  # above taking turns (576/s), well below the slower side (900/s)
     assert "the two take turns on the same cores rather than overlap" in tune_report.bound_reading(diagnosis)
     diagnosis.loc["end to end", "items_per_s"] = 850.0

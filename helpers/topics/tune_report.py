@@ -220,7 +220,8 @@ def bound_reading(table: Any) -> str:
             if data < compute else
             f"Compute-bound: the model alone takes {compute:,.0f} examples/s, less than the pipeline gives ({data:,.0f}/s)")
     if both < 0.95 * shared:
-        turns = (" End to end is below even that: something besides the two sides costs time when they run together (a Python "
+        turns = (f" End to end is below even the two taking turns ({shared:,.0f}/s): something besides the two sides costs time "
+                 "when they run together (a Python "
                  "feed and the training steps competing for the interpreter, say), so making either side cheaper pays, the "
                  "faster one included.")
     elif both < 0.8 * min(data, compute):
