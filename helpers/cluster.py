@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from helpers import checks, procs, reaper
 from helpers.checks import whole_number
+from helpers.deadline import Deadline
 
 LOOPBACK = "127.0.0.1"
 #: TensorFlow's task types, and the tf.data service's dispatcher (its programs read the same layout).
@@ -163,7 +163,7 @@ class Cluster:
             raise ValueError(f"wait_for {list(wait_for)} names no role of the cluster {list(self.spec)}")
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: dict[str, Any] = {}
-        self._started = 0.0
+        self._deadline: Deadline | None = None
         self._token, self._before, self._stopped = "", set(), False
 
     @property
@@ -177,7 +177,7 @@ class Cluster:
         reaper.become_subreaper()
         self._before = reaper.descendants()
         self._token, marked = reaper.marked_env(os.environ)
-        self._started = time.monotonic()
+        self._deadline = Deadline(self.timeout, "the cluster's tasks to finish")
         order = sorted(self.tasks, key=lambda t: t.split(":")[0] in self.wait_for)
         try:
             for task in order:
@@ -206,13 +206,13 @@ class Cluster:
                                        "the cluster was stopped", self._tails())
                 if all(self.processes[t].poll() == 0 for t in waited):
                     break
-                if time.monotonic() - self._started > self.timeout:
+                if self._deadline.passed:
                     late = [t for t in self.tasks if self.processes[t].poll() is None]
                     raise ClusterError(
                         f"the cluster ran past its {self.timeout:g} s timeout; {', '.join(late)} had not finished "
                         "(a task waiting for a peer that never answers, or too slow for the timeout); "
                         "the cluster was stopped", {t: tail for t, tail in self._tails().items() if t in late})
-                time.sleep(0.1)  # polling the children's state, not standing in for work
+                self._deadline.pause(0.1)
         finally:
             self.stop()
         return {t: TaskResult(t, self.processes[t].returncode, self.log(t), procs.parse_rows(self.log(t)))
@@ -227,7 +227,7 @@ class Cluster:
         if ready is not None:
             checks.text("ready", ready)
         pending = {t: self.spec[t.split(":")[0]][int(t.split(":")[1])] for t in self.tasks}
-        ends = time.monotonic() + deadline
+        clock = Deadline(deadline, "every task to serve")
         while pending:
             for task, address in list(pending.items()):
                 if self.processes[task].poll() is not None:
@@ -244,12 +244,12 @@ class Cluster:
                     probe.settimeout(0.5)
                     if probe.connect_ex((host, int(port))) == 0:
                         del pending[task]
-            if pending and time.monotonic() > ends:
+            if pending and clock.passed:
                 tails = self._tails()
                 self.stop()
                 raise ClusterError(f"{', '.join(pending)} not serving after {deadline:g} s; the cluster was stopped", tails)
             if pending:
-                time.sleep(0.1)  # polling the ports, not standing in for work
+                clock.pause(0.1)
 
     def results(self) -> dict[str, TaskResult]:
         """Each task's result so far, read from its log (after ``wait`` failed, or while running)."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import checks, reaper
+from helpers.deadline import Deadline
 
 ROW_MARKER = "@@row "
 TAIL_LINES = 8
@@ -122,19 +123,18 @@ def _collect(child: subprocess.Popen[str], timeout: float) -> tuple[str, str, st
     """Read the child's output until it exits and its pipes close: ``(out, err, "done")``;
     ``"timeout"`` when it runs past ``timeout``; ``"held"`` when it exited but something it
     started still holds its pipes after ``PIPE_GRACE``."""
-    deadline, exited = time.monotonic() + timeout, None
+    clock, pipes = Deadline(timeout, "the child to exit"), None
     while True:
         try:
-            out, err = child.communicate(timeout=max(0.01, min(0.2, deadline - time.monotonic())))
+            out, err = child.communicate(timeout=max(0.01, clock.left(0.2)))
             return out, err, "done"
         except subprocess.TimeoutExpired:
             pass
-        now = time.monotonic()
         if child.poll() is not None:
-            exited = exited or now
-            if now - exited >= PIPE_GRACE:
+            pipes = pipes or Deadline(PIPE_GRACE, "its pipes to close")
+            if pipes.passed:
                 return "", "", "held"
-        elif now >= deadline:
+        elif clock.passed:
             return "", "", "timeout"
 
 

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import psutil
 
 from helpers import checks
+from helpers.deadline import Deadline
 
 PR_SET_CHILD_SUBREAPER = 36
 MARK = "WORKBOOK_PROCESS_MARK"
@@ -68,9 +68,9 @@ def descendants(live_only: bool = False) -> set[int]:
 def outlived(before: set[int], grace: float = 5.0) -> set[int]:
     """The descendants not in ``before`` still running after up to ``grace`` seconds (exits under
     way are let finish)."""
-    deadline = time.monotonic() + grace
-    while descendants(live_only=True) - before and time.monotonic() < deadline:
-        time.sleep(0.05)  # polling the process table, not standing in for work
+    clock = Deadline(grace, "the new processes to exit")
+    while descendants(live_only=True) - before and not clock.passed:
+        clock.pause(0.05)
     return descendants(live_only=True) - before
 
 
@@ -154,13 +154,13 @@ def end(processes: Iterable[psutil.Process], popens: Iterable[subprocess.Popen[A
     own = {c.pid for c in popens}
     alive = [p for p in processes if p.pid not in own]
     _signal(popens, alive, signal.SIGTERM)
-    deadline = time.monotonic() + grace
+    clock = Deadline(grace, "the stopped processes to exit")
     while True:
         _, alive = psutil.wait_procs(alive, timeout=0.05) if alive else ([], [])
-        if (not alive and all(c.poll() is not None for c in popens)) or time.monotonic() >= deadline:
+        if (not alive and all(c.poll() is not None for c in popens)) or clock.passed:
             break
         if not alive:
-            time.sleep(0.05)  # polling the children's state, not standing in for work
+            clock.pause(0.05)
     _signal(popens, alive, signal.SIGKILL)
     for child in popens:
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -18,12 +18,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from helpers import checks
+from helpers.deadline import Deadline
 
 USAGE_EXIT = 2  # a user error: TF_CONFIG missing or malformed
 EXAMPLE = '{"cluster": {"worker": ["host-a:2222", "host-b:2222"]}, "task": {"type": "worker", "index": 0}}'
@@ -122,16 +122,15 @@ def wait_until_listening(address: str, seconds: float, what: str) -> None:
         host, port = host_port(address)
     except argparse.ArgumentTypeError as exc:
         raise ValueError(f"address {exc}") from None
-    deadline = time.monotonic() + seconds
+    deadline = Deadline(seconds, f"{what} at {address}")
     while True:
         try:
-            socket.create_connection((host, port), timeout=max(0.1, min(5.0, deadline - time.monotonic()))).close()
+            socket.create_connection((host, port), timeout=max(0.1, deadline.left(5.0))).close()
             return
         except OSError as exc:
-            if time.monotonic() >= deadline:
-                _stop(f"gave up after {seconds:g} s waiting for {what} at {address} ({exc.strerror or exc}); "
-                      "start it first, or check the address", 1)
-            time.sleep(0.2)  # a polling interval between connection attempts, not a stand-in for work
+            if deadline.passed:
+                _stop(f"{deadline.message(exc.strerror or str(exc))}; start it first, or check the address", 1)
+            deadline.pause(0.2)
 
 
 # The watcher: a small separate Python process. A thread would not do: TensorFlow's start-up
@@ -151,7 +150,7 @@ if not ready:
 def startup_deadline(seconds: float, waiting_for: str) -> Iterator[None]:
     """Run the block (the strategy's start-up); if it has not finished after ``seconds``, print
     one line naming ``waiting_for`` and end this process (SIGKILL: exit status 137 in a shell)."""
-    message = (f"{os.path.basename(sys.argv[0]) or 'worker'}: gave up after {seconds:g} s waiting for {waiting_for}; "
+    message = (f"{os.path.basename(sys.argv[0]) or 'worker'}: {Deadline(seconds, waiting_for).message()}; "
                "start every task TF_CONFIG lists and check that their addresses are reachable")
     watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(os.getpid()), str(seconds), message],
                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, lessons, reaper
+from helpers import checks, deadline, lessons, reaper
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
@@ -131,16 +131,14 @@ def workers_agree(table: Any) -> bool:
 def wait_for_step(running: Any, task: str, step: int, timeout: float = 120.0) -> int:
     """Read ``task``'s log of a started ``cluster.Cluster`` until it reports ``step`` or later;
     return the step it reported. A task that exits first, or ``timeout``, raises."""
-    whole_number("step", step)
-    ends = time.monotonic() + timeout
-    while time.monotonic() < ends:
+    def reached() -> int | None:
         steps = [row["step"] for row in running.results()[task].rows if row.get("event") == "step"]
         if steps and steps[-1] >= step:
             return steps[-1]
         if running.processes[task].poll() is not None:
             raise RuntimeError(f"{task} exited (code {running.processes[task].returncode}) before step {step}")
-        time.sleep(0.05)  # polling a log file, not standing in for work
-    raise TimeoutError(f"{task} did not reach step {step} in {timeout:g} s")
+        return None
+    return deadline.until(reached, timeout, f"{task} to report step {step}", interval=0.05)
 
 
 def resume_table(first: Mapping[str, Any], second: Mapping[str, Any]) -> Any:
