@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from helpers import checks
+from helpers import checks, cli
 from helpers.timing import ProgressFn
 
 #: Where the budget ends for the single trials, and for trying again on top of the winners; the rest
@@ -91,9 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument("job", help="a job file defining make_model() and make_dataset(batch_size)")
     parser.add_argument("--budget", type=budget_seconds, default=600.0, help='time for all trials, e.g. "10m" (default)')
-    parser.add_argument("--rounds", type=int, default=3, help="rotated rounds per trial (default 3)")
-    parser.add_argument("--epochs", type=int, default=3, help="timed epochs per run, after a warm-up epoch (default 3)")
-    parser.add_argument("--steps", type=int, default=None, help="training steps per epoch (default: the job's STEPS)")
+    parser.add_argument("--rounds", type=cli.whole(1, 100), default=3, help="rotated rounds per trial (default 3)")
+    parser.add_argument("--epochs", type=cli.whole(1, 1_000), default=3, help="timed epochs per run, after a warm-up epoch (default 3)")
+    parser.add_argument("--steps", type=cli.whole(1, 10**6), default=None, help="training steps per epoch (default: the job's STEPS)")
     parser.add_argument("--out", default=None, help="folder for report.md and report.json (default: tune-<job name>)")
     args = parser.parse_args(argv)
     from tqdm.auto import tqdm

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from helpers import checks
+from helpers import checks, cli
 from helpers.deadline import Deadline
 
 USAGE_EXIT = 2  # a user error: TF_CONFIG missing or malformed
@@ -52,41 +51,6 @@ def _problem(config: Any) -> str | None:
     return None
 
 
-@checks.arguments(minimum=checks.whole(0))
-def whole(minimum: int = 1) -> Callable[[str], int]:
-    """An argparse ``type=``: a whole number of at least ``minimum``. A bad value is argparse's
-    usage line naming the option, and exit 2, before any work."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-    return parse
-
-
-def seconds(text: str) -> float:
-    """An argparse ``type=``: a finite number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0, got {text!r}")
-    return value
-
-
-def folder(text: str) -> str:
-    """An argparse ``type=``: a folder path (it may not exist yet), not an existing file."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must name a folder, got an empty string")
-    if os.path.exists(text) and not os.path.isdir(text):
-        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
-    return text
-
-
 def task_from_tf_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """This process's task from ``TF_CONFIG``, e.g. ``{"type": "worker", "index": 0}``; if the
     variable is missing or malformed, print one line saying what is wrong and exit 2."""
@@ -104,22 +68,14 @@ def task_from_tf_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return dict(config["task"])
 
 
-def host_port(text: str) -> tuple[str, int]:
-    """An argparse ``type=``: ``"host:port"`` or ``"grpc://host:port"``, as ``(host, port)``."""
-    host, _, port = text.strip().removeprefix("grpc://").rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f'must be "grpc://host:port" with a port from 1 to 65535, got {text!r}')
-    return host, int(port)
-
-
-@checks.arguments(address=checks.text, seconds=checks.number(0.1, 24 * 3600, hint="seconds"), what=checks.text)
+@checks.arguments(address=checks.text, seconds=checks.number(0.0, cli.DAY, hint="seconds", above=True), what=checks.text)
 def wait_until_listening(address: str, seconds: float, what: str) -> None:
     """Return once something accepts connections at ``address`` ("host:port" or "grpc://host:port");
     if nothing does within ``seconds``, print one line naming ``what`` and exit 1. TensorFlow's
     gRPC clients retry an address where nothing listens for ever, so ask before starting one.
     The peer may start a little later than this process: refused connections are retried."""
     try:
-        host, port = host_port(address)
+        host, port = cli.host_port(address)
     except argparse.ArgumentTypeError as exc:
         raise ValueError(f"address {exc}") from None
     deadline = Deadline(seconds, f"{what} at {address}")
@@ -146,7 +102,7 @@ if not ready:
 
 
 @contextmanager
-@checks.arguments(seconds=checks.number(1, 24 * 3600, hint="seconds"), waiting_for=checks.text)
+@checks.arguments(seconds=checks.number(0.0, cli.DAY, hint="seconds", above=True), waiting_for=checks.text)
 def startup_deadline(seconds: float, waiting_for: str) -> Iterator[None]:
     """Run the block (the strategy's start-up); if it has not finished after ``seconds``, print
     one line naming ``waiting_for`` and end this process (SIGKILL: exit status 137 in a shell)."""
@@ -167,3 +123,7 @@ def short_error(exc: BaseException) -> str:
 
     text = re.sub(r"\(PerReplica:\{.*\}\) with", "(PerReplica:{...}) with", str(exc), flags=re.S)
     return f"{type(exc).__name__}: {(text.splitlines() or [''])[0][:300]}"
+
+
+# Notebook 13's programs name their argparse types through this module (worker.whole(1), ...).
+whole, seconds, folder, host_port = cli.whole, cli.seconds, cli.folder, cli.host_port

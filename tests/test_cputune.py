@@ -70,7 +70,7 @@ def test_sweep_rounds_pool_samples_and_comparison_table(monkeypatch):
 def test_comparison_raises_when_a_setting_fails(monkeypatch):
     settings = {"on": cputune.Setting(onednn=True), "off": cputune.Setting(onednn=False)}
     fake_children(monkeypatch, errors={"intra default, inter default, oneDNN off": "UnimplementedError: The Conv2D op currently only supports"})
-    with pytest.raises(RuntimeError, match="off: UnimplementedError: The Conv2D op currently only supports"):
+    with pytest.raises(RuntimeError, match="off, conv2d_NCHW: UnimplementedError: The Conv2D op currently only supports"):
         cputune.comparison(settings, "conv2d_NCHW", repeats=1, rounds=1, small=True)
 
 
@@ -211,3 +211,14 @@ def test_numa_summary_counts_the_nodes(tmp_path):
     assert "1 NUMA node" in cpu_report.numa_summary(str(tmp_path))
     (tmp_path / "node1").mkdir()
     assert "2 NUMA nodes (node0, node1)" in cpu_report.numa_summary(str(tmp_path))
+
+
+def test_comparisons_run_every_workload_in_each_settings_child(monkeypatch):
+    settings = {"1 thread": cputune.Setting(intra=1, inter=1), "2 threads": cputune.Setting(intra=2, inter=2)}
+    ran = fake_children(monkeypatch, seconds={"intra 1, inter 1": 0.02, "intra 2, inter 2": 0.01})
+    tables = cputune.comparisons(settings, ["matmul", "conv_step"], repeats=2, rounds=1, small=True)
+    assert ran == ["intra 1, inter 1", "intra 2, inter 2"]  # one child per setting, not per workload
+    assert list(tables) == ["matmul", "conv_step"]
+    assert all(t.attrs["baseline"] == "1 thread" and list(t["repeats"]) == [2, 2] for t in tables.values())
+    with pytest.raises(ValueError, match="workloads must be among"):
+        cputune.comparisons(settings, ["matmul", "typo"], repeats=1, rounds=1)

@@ -148,3 +148,112 @@ def test_a_dispatcher_that_never_answers_ends_the_program_at_its_deadline(tmp_pa
 def test_the_service_server_refuses_a_tf_config_it_cannot_serve(tmp_path, config, words):
     done = run("DATA_SERVICE_SERVER", [], config, tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr and words in done.stderr, done.stderr[-1500:]
+
+
+# --- Every program a notebook writes, found in the notebooks (issue 35) -------------------------------------
+
+def notebook_programs() -> dict[str, str]:
+    """Every program a notebook cell holds as an UPPERCASE string constant and that reads its command
+    line (argparse or sys.argv), exported or not: name -> source."""
+    import nbformat
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    found = {}
+    for path in sorted((LESSON.parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(path, 4).cells:
+            if cell.cell_type != "code":
+                continue
+            for node in ast.walk(ast.parse(TransformerManager().transform_cell(cell.source))):
+                if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()
+                        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                        and ("argparse" in node.value.value or "sys.argv" in node.value.value)):
+                    found[node.targets[0].id] = node.value.value
+    return found
+
+
+PROGRAMS = notebook_programs()
+#: program -> (positional arguments by name, in order; valid options; TF_CONFIG). "{tmp}" is the run's folder,
+#: which holds job.py and shard.tfrecord.
+CALLS = {
+    **{name: ({"files": "{tmp}/shard.tfrecord"} if name == "SHARDING_WORKER" else {},
+              [a for a in args if not a.endswith("sharding_worker.py")], config) for name, (args, config) in VALID.items()},
+    "EMBEDDING_CHILD": ({"mib": "4", "ops": "5"}, [], None),
+    "SHUFFLE_MEMORY": ({"shards": "{tmp}/shard.tfrecord"}, ["--order", "decode-first"], None),
+    "CPU_CHILD": ({}, ["--workloads", "matmul"], None),
+    "PRECISION_CHILD": ({}, ["--policy", "float32"], None),
+    "CAPSTONE_CHILD": ({}, ["--stage", "0", "--shards", "{tmp}", "--images", "64"], None),
+    "TRIAL_PROGRAM": ({"job": "{tmp}/job.py"}, [], None),
+}
+#: Programs whose command line is one path, checked by hand in the program (no argparse).
+BY_HAND = {"FPMATH_CHECK": "usage: python fpmath_check.py OUT.npz"}
+ARGUMENT = re.compile(r'add_argument\(\s*"([\w-]+)"((?:[^()\n]|\([^()\n]*\))*)\)')
+#: (program, argument) for every argument with a type= or choices=: these bad values fit none of them.
+TYPED = sorted((name, arg) for name, src in PROGRAMS.items() for arg, rest in ARGUMENT.findall(src)
+               if "type=" in rest or "choices=" in rest)
+NO_ARGUMENT_TAKES = ["-5", "x", "nan", "inf", "1e400", "", " ", "-1e9", "0x10", "99999999999999999999"]
+
+
+def call(program: str, folder: Path, target: str | None = None, value: str = "") -> list[str]:
+    """The program's valid command line, with ``target`` (an option or a positional) given ``value``."""
+    positionals, options, _ = CALLS[program]
+    options = [a.format(tmp=folder) for a in options]
+    positionals = {k: v.format(tmp=folder) for k, v in positionals.items()}
+    if target in positionals:
+        positionals[target] = value
+    elif target is not None:
+        options = options[:options.index(target)] + options[options.index(target) + 2:] if target in options else options
+        options.append(f"{target}={value}")
+    return [*options, *positionals.values()]
+
+
+def start(program: str, args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    path = folder / f"{program.lower()}.py"
+    path.write_text(PROGRAMS[program])
+    (folder / "job.py").write_text("")
+    (folder / "shard.tfrecord").write_bytes(b"")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    if CALLS.get(program, (None, None, None))[2] is not None:
+        env["TF_CONFIG"] = json.dumps(CALLS[program][2])
+    return subprocess.run([sys.executable, str(path), *args], env=env, cwd=folder, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_every_notebook_program_is_found_and_has_a_valid_call():
+    # A program added to a notebook is fuzzed below once it has a valid call here (or a check by hand).
+    assert {"MWMS_WORKER", "CPU_CHILD", "TRIAL_PROGRAM", "SHUFFLE_MEMORY", "FPMATH_CHECK"} <= set(PROGRAMS)
+    assert set(PROGRAMS) == set(CALLS) | set(BY_HAND), f"no valid call for {sorted(set(PROGRAMS) - set(CALLS) - set(BY_HAND))}"
+    assert len(TYPED) >= 30 and ("EMBEDDING_CHILD", "ops") in TYPED and ("CAPSTONE_CHILD", "--shards") in TYPED
+
+
+@settings(max_examples=40)
+@given(target=st.sampled_from(TYPED), value=st.sampled_from(NO_ARGUMENT_TAKES))
+def test_a_bad_argument_to_any_notebook_program_is_refused_before_tensorflow_loads(tmp_path_factory, target, value):
+    program, argument = target
+    folder = tmp_path_factory.mktemp("prog")
+    done = start(program, call(program, folder, argument, value), folder)
+    assert done.returncode == 2, (program, argument, value, done.returncode, done.stderr[-1500:])
+    assert "Traceback" not in done.stderr and done.stdout == "", done.stderr[-1500:]
+    # an option is named; a bad positional (argparse may read "-5" as an unknown option) gets the usage line
+    assert (argument if argument.startswith("--") else "usage:") in done.stderr, done.stderr[-800:]
+
+
+@pytest.mark.parametrize("program, args, words", [
+    ("EMBEDDING_CHILD", ["1024", "10000"], "would need about"),  # the graphs' memory, checked before allocating
+    ("CAPSTONE_CHILD", ["--stage", "0", "--shards", "{tmp}/empty", "--images", "64"], "no such folder"),
+    ("TRIAL_PROGRAM", ["{tmp}/job.py", "--settings", "[1, 2]"], "must be a JSON object"),
+    ("TRIAL_PROGRAM", ["{tmp}/missing.py"], "no such file"),
+    ("SHUFFLE_MEMORY", ["--order", "decode-first", "{tmp}/missing.tfrecord"], "no such file"),
+    ("FPMATH_CHECK", [], "usage: python fpmath_check.py OUT.npz"),
+])
+def test_notebook_programs_refuse_what_they_cannot_do_in_one_line(tmp_path, program, args, words):
+    done = start(program, [a.format(tmp=tmp_path) for a in args], tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr and words in done.stderr, done.stderr[-1500:]
+
+
+@pytest.mark.parametrize("program, args, words", [
+    ("CPU_CHILD", ["--workloads", "matmul,typo"], "names a workload not in"),
+    ("CAPSTONE_CHILD", ["--stage", "99", "--shards", "{tmp}", "--images", "64"], "--stage: must be from 0 to"),
+])
+def test_checks_that_need_the_lesson_code_come_right_after_tensorflow_loads(tmp_path, program, args, words):
+    done = start(program, [a.format(tmp=tmp_path) for a in args], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and words in done.stderr, done.stderr[-1500:]

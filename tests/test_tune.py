@@ -239,7 +239,7 @@ def test_the_budget_stops_new_runs_and_keeps_what_was_measured(tmp_path, monkeyp
 
 def test_the_command_line_tunes_a_real_job_in_fresh_processes(tmp_path):
     job = write(tmp_path, GOOD)
-    done = subprocess.run([sys.executable, "-m", "helpers.tune", str(job), "--budget", "40s", "--rounds", "1",
+    done = subprocess.run([sys.executable, "-m", "helpers.tune", str(job), "--budget", "20s", "--rounds", "1",
                            "--epochs", "1", "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert done.returncode == 0, done.stderr[-2000:]

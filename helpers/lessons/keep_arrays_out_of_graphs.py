@@ -82,7 +82,20 @@ def scalar_vs_tensor():
 EMBEDDING_CHILD = '''\
 """Build TF1 graphs in which N ops each embed a MIB-MiB NumPy array; print each graph's size and how
 far this fresh process's memory rose above its start. Usage: python embedding_child.py MIB N1 N2 ..."""
-import sys
+import argparse
+
+from helpers import cli
+from helpers.topics.memory import MemoryGuardError, estimate_peak, guard
+
+parser = argparse.ArgumentParser(prog="embedding_child.py")
+parser.add_argument("mib", type=cli.number(0, 1024), help="MiB of the array each op embeds")
+parser.add_argument("ops", type=cli.whole(1, 10_000), nargs="+", help="ops per graph, one graph each")
+args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no start-up
+mib, steps = args.mib, sorted(args.ops)
+try:  # the graphs' memory, estimated before anything is allocated
+    guard(sum(estimate_peak("tf1_graph", int(mib * 2**20), n) for n in steps), f"graphs of {steps} ops of {mib:g} MiB")
+except MemoryGuardError as exc:
+    parser.error(str(exc))
 
 import numpy as np
 import tensorflow as tf
@@ -91,7 +104,6 @@ from helpers import procs
 from helpers.lessons.keep_arrays_out_of_graphs import tf1_graph
 from helpers.rss import PeakRSS, rss_mib
 
-mib, steps = float(sys.argv[1]), sorted(int(n) for n in sys.argv[2:])
 array = np.random.default_rng(0).random(int(mib * 2**20) // 4, dtype=np.float32)
 tf.constant(1.0).numpy()  # start TensorFlow's runtime before measuring
 start = rss_mib()

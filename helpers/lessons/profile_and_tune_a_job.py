@@ -133,21 +133,28 @@ The last stage, "+ oneDNN on", runs with TF_ENABLE_ONEDNN_OPTS=1 in its environm
 import argparse
 import glob
 
+from helpers import cli
+
+parser = argparse.ArgumentParser(prog="capstone_child.py")
+parser.add_argument("--stage", type=cli.whole(0, 100), required=True)
+parser.add_argument("--shards", type=cli.existing_folder, required=True, help="a folder of .tfrecord shards")
+parser.add_argument("--images", type=cli.whole(1, 10**7), required=True)  # per timed epoch
+parser.add_argument("--epochs", type=cli.whole(1, 1_000), default=3)
+parser.add_argument("--skip", type=cli.whole(0, 100), nargs="*", default=[])  # stages left out (mixed_bfloat16 without bfloat16)
+args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no start-up
+paths = sorted(glob.glob(f"{args.shards}/*.tfrecord"))
+if not paths:
+    parser.error(f"--shards: no .tfrecord files in {args.shards!r}")
+
 import tensorflow as tf
 
 from helpers import procs, timing
 from helpers.lessons.profile_and_tune_a_job import (STAGES, make_model, make_pipeline, make_train_step,
                                                     make_train_steps, python_feed, stage_settings)
 
-parser = argparse.ArgumentParser(prog="capstone_child.py")
-parser.add_argument("--stage", type=int, required=True, choices=range(len(STAGES)))
-parser.add_argument("--shards", required=True)
-parser.add_argument("--images", type=int, required=True)  # per timed epoch
-parser.add_argument("--epochs", type=int, default=3)
-parser.add_argument("--skip", type=int, nargs="*", default=[])  # stages left out (mixed_bfloat16 without bfloat16)
-args = parser.parse_args()
+if args.stage >= len(STAGES):
+    parser.error(f"--stage: must be from 0 to {len(STAGES) - 1}, got {args.stage}")
 s = stage_settings(args.stage, skip=args.skip)
-paths = sorted(glob.glob(f"{args.shards}/*.tfrecord"))
 if s["feed"] == "python":
     batches = python_feed(paths, s["batch"])
 else:

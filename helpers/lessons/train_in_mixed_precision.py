@@ -57,17 +57,19 @@ oneDNN kernel call, on stdout) are read from the environment when oneDNN first r
 import argparse
 import os
 
-from helpers import procs, timing
-from helpers.lessons.train_in_mixed_precision import compiled_model, image_dataset
-from helpers.topics.precision import make_images
+from helpers import cli
 
 parser = argparse.ArgumentParser(prog="precision_child.py")
 parser.add_argument("--policy", required=True, choices=["float32", "mixed_bfloat16", "mixed_float16"])
-parser.add_argument("--batch", type=int, default=64)
-parser.add_argument("--size", type=int, default=56)
-parser.add_argument("--steps", type=int, default=3)
-parser.add_argument("--repeats", type=int, default=3)
-args = parser.parse_args()
+parser.add_argument("--batch", type=cli.whole(1, 4096), default=64)
+parser.add_argument("--size", type=cli.whole(8, 512), default=56)  # image height and width
+parser.add_argument("--steps", type=cli.whole(1, 10_000), default=3)
+parser.add_argument("--repeats", type=cli.whole(1, 1_000), default=3)
+args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no start-up
+
+from helpers import procs, timing
+from helpers.lessons.train_in_mixed_precision import compiled_model, image_dataset
+from helpers.topics.precision import make_images
 
 train = image_dataset(*make_images(args.batch * args.steps, args.size), args.batch)
 model = compiled_model(args.policy, image_size=args.size)

@@ -77,6 +77,16 @@ TF_ENABLE_ONEDNN_OPTS, LD_PRELOAD and OMP_NUM_THREADS come from the environment 
 import argparse
 import os
 
+from helpers import cli
+
+parser = argparse.ArgumentParser(prog="cpu_child.py")
+parser.add_argument("--workloads", required=True, help="names from WORKLOADS, comma-separated")
+parser.add_argument("--intra", type=cli.whole(0, 1024), default=0)  # 0 = TensorFlow's default (all logical CPUs)
+parser.add_argument("--inter", type=cli.whole(0, 1024), default=0)
+parser.add_argument("--repeats", type=cli.whole(1, 10_000), default=5)
+parser.add_argument("--small", action="store_true")
+args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no start-up
+
 import psutil
 import tensorflow as tf
 
@@ -84,13 +94,8 @@ from helpers import env, procs, timing
 from helpers.lessons.tune_the_cpu import WORKLOADS
 from helpers.topics.cpu_report import error_text, loaded_libraries
 
-parser = argparse.ArgumentParser(prog="cpu_child.py")
-parser.add_argument("--workloads", required=True)
-parser.add_argument("--intra", type=int, default=0)  # 0 = TensorFlow's default (all logical CPUs)
-parser.add_argument("--inter", type=int, default=0)
-parser.add_argument("--repeats", type=int, default=5)
-parser.add_argument("--small", action="store_true")
-args = parser.parse_args()
+if set(args.workloads.split(",")) - set(WORKLOADS):
+    parser.error(f"--workloads: {args.workloads!r} names a workload not in {sorted(WORKLOADS)}")
 
 tf.config.threading.set_intra_op_parallelism_threads(args.intra)  # before any op runs
 tf.config.threading.set_inter_op_parallelism_threads(args.inter)

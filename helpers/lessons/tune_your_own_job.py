@@ -59,17 +59,16 @@ per trial, each in a fresh process. Written to data/generated/16/, from the repo
 oneDNN is chosen before TensorFlow loads, by the environment: TF_ENABLE_ONEDNN_OPTS=0 (off) or 1.
 """
 import argparse
-import json
 import time
 
-from helpers import procs
+from helpers import cli, procs
 from helpers.topics import jobfile
 
 parser = argparse.ArgumentParser(prog="tune_trial.py")
-parser.add_argument("job", help="a job file: make_model() and make_dataset(batch_size), see jobs/template.py")
-parser.add_argument("--settings", type=json.loads, default={}, help="JSON: what this trial changes")
-parser.add_argument("--steps", type=int, default=0, help="training steps per epoch (0: the job's STEPS)")
-parser.add_argument("--epochs", type=int, default=3, help="timed epochs after the warm-up epoch")
+parser.add_argument("job", type=cli.existing_file, help="a job file: make_model() and make_dataset(batch_size), see jobs/template.py")
+parser.add_argument("--settings", type=cli.json_object, default={}, help="JSON: what this trial changes")
+parser.add_argument("--steps", type=cli.whole(0, 10**6), default=0, help="training steps per epoch (0: the job's STEPS)")
+parser.add_argument("--epochs", type=cli.whole(1, 1_000), default=3, help="timed epochs after the warm-up epoch")
 args = parser.parse_args()
 s = args.settings
 

@@ -160,17 +160,25 @@ def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: in
 
 
 @checks.arguments(repeats=checks.repeats, rounds=checks.rounds, small=checks.flag, timeout=checks.timeout)
-def comparison(settings: Mapping[str, Setting], workload: str, repeats: int = 5, rounds: int = 2,
-               small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> Any:
-    """One workload under several settings as ``timing.compare``'s table (first setting is the
-    baseline), so ``widgets.show`` and ``timing.verdict`` work on it."""
-    table = sweep(settings, [workload], repeats, rounds, small, timeout, on_progress)
+def comparisons(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: int = 5, rounds: int = 2,
+                small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Several workloads under several settings, each setting's workloads in one process: per
+    workload, ``timing.compare``'s table (first setting is the baseline), so ``widgets.show`` and
+    ``timing.verdict`` work on it."""
+    workloads = _check_workloads(workloads)
+    table = sweep(settings, workloads, repeats, rounds, small, timeout, on_progress)
     failed = table[table["error"] != ""]
     if len(failed):
-        raise RuntimeError("; ".join(f"{r.setting}: {r.error}" for r in failed.itertuples()))
-    samples = table.attrs["samples"]
-    timings = {label: Timing(label, tuple(samples[(label, workload)])) for label in settings}
-    return timing.comparison_table(timings, next(iter(settings)))
+        raise RuntimeError("; ".join(f"{r.setting}, {r.workload}: {r.error}" for r in failed.itertuples()))
+    samples, baseline = table.attrs["samples"], next(iter(settings))
+    return {w: timing.comparison_table({label: Timing(label, tuple(samples[(label, w)])) for label in settings}, baseline)
+            for w in dict.fromkeys(workloads)}
+
+
+def comparison(settings: Mapping[str, Setting], workload: str, repeats: int = 5, rounds: int = 2,
+               small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> Any:
+    """One workload under several settings: ``comparisons`` for one workload."""
+    return comparisons(settings, [workload], repeats, rounds, small, timeout, on_progress)[workload]
 
 
 @checks.arguments(max_threads=checks.optional(checks.threads), inter=checks.whole(0, 4096))
