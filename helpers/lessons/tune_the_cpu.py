@@ -85,7 +85,7 @@ parser.add_argument("--intra", type=cli.whole(0, 1024), default=0)  # 0 = Tensor
 parser.add_argument("--inter", type=cli.whole(0, 1024), default=0)
 parser.add_argument("--repeats", type=cli.whole(1, 10_000), default=5)
 parser.add_argument("--small", action="store_true")
-args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no start-up
+args = parser.parse_args()  # the numbers are checked before TensorFlow loads (the workload names just after)
 
 import psutil
 import tensorflow as tf
