@@ -74,10 +74,10 @@ def test_a_notebook_13_program_ends_at_its_deadline_when_a_peer_never_starts(tmp
     lonely = {"cluster": spec, "task": {"type": next(iter(spec)), "index": 0}}  # the others are never started
     env = {**os.environ, "TF_CONFIG": json.dumps(lonely), "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(program), *(a.format(tmp=tmp_path) for a in args), "--start-timeout", "5"],
+    done = subprocess.run([sys.executable, str(program), *(a.format(tmp=tmp_path) for a in args), "--start-timeout", "2"],
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == -9, done.stderr[-2000:]
-    assert done.stderr.strip().splitlines()[-1].startswith(f"{program.name}: gave up after 5 s waiting for {waiting_for}")
+    assert done.stderr.strip().splitlines()[-1].startswith(f"{program.name}: gave up after 2 s waiting for {waiting_for}")
     assert "Traceback" not in done.stderr
     assert time.monotonic() - started < 200
 
