@@ -75,6 +75,7 @@ browser:
 
 lint: $(TSTAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 unit: $(TSTAMP)
 	$(BIN)/python -m pytest tests --durations=10 --ignore=tests/browser

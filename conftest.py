@@ -35,11 +35,15 @@ SECOND_RUN: dict[str, object] = {"mode": None}
 
 def pytest_addoption(parser) -> None:
     parser.addoption(
-        "--nbval-rerun", action="store_true", default=False,
+        "--nbval-rerun",
+        action="store_true",
+        default=False,
         help="run every passing notebook cell a second time in the same kernel (no output check)",
     )
     parser.addoption(
-        "--nbval-lab", action="store_true", default=False,
+        "--nbval-lab",
+        action="store_true",
+        default=False,
         help="the second run in JupyterLab, on the same kernel, with every widget clicked",
     )
 
@@ -54,7 +58,10 @@ def pytest_configure(config) -> None:
             SECOND_RUN["mode"] = "jupyterlab"
             _attach_nbval_to_jupyterlab()
             return
-        message = f"JUPYTERLAB RUNS NOT DONE: {reason}; the second run of each notebook stays in nbval's kernel"
+        message = (
+            f"JUPYTERLAB RUNS NOT DONE: {reason}; "
+            "the second run of each notebook stays in nbval's kernel"
+        )
         if in_ci():
             raise pytest.UsageError(message)
         print(f"\n{'!' * 70}\n{message}\n{'!' * 70}", file=sys.stderr)
@@ -98,11 +105,14 @@ def _attach_nbval_to_jupyterlab() -> None:
                     self.kc.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
                     break
                 except RuntimeError as exc:  # "Kernel died before replying to kernel_info"
-                    # A client without the kernel's process judges it by heartbeats, and a busy 2-core
-                    # machine can delay one past its 1 s limit (one notebook's 15 cells errored so,
-                    # in a native run): ask the server, which watches the process, before giving up.
+                    # A client without the kernel's process judges it by heartbeats, and a busy
+                    # 2-core machine can delay one past its 1 s limit (one notebook's 15 cells
+                    # errored so, in a native run): ask the server, which watches the process,
+                    # before giving up.
                     if time.monotonic() > deadline or not self.server_says_alive():
-                        raise RuntimeError(f"{exc}; the server's log ends:\n{self.lab.log_tail()}") from exc
+                        raise RuntimeError(
+                            f"{exc}; the server's log ends:\n{self.lab.log_tail()}"
+                        ) from exc
             self._ensure_iopub_up()
 
         def server_says_alive(self) -> bool:
@@ -114,8 +124,8 @@ def _attach_nbval_to_jupyterlab() -> None:
 
         def is_alive(self) -> bool:
             """Alive while the server has it: while nbval holds it (by the process, not the client's
-            heartbeats), and after ``detach`` while its session lasts, so that nbval's teardown still
-            calls ``stop`` (otherwise every notebook's kernel stayed up to the end)."""
+            heartbeats), and after ``detach`` while its session lasts, so that nbval's teardown
+            still calls ``stop`` (otherwise every notebook's kernel stayed up to the end)."""
             if self.kc is not None:
                 return self.server_says_alive()
             return self.session is not None
@@ -143,7 +153,9 @@ def _attach_nbval_to_jupyterlab() -> None:
             return "python"
 
     def setup(self) -> None:
-        self.kernel = LabKernel(Path(str(self.fspath)), self.config.option.nbval_kernel_startup_timeout)
+        self.kernel = LabKernel(
+            Path(str(self.fspath)), self.config.option.nbval_kernel_startup_timeout
+        )
         self.setup_sanitize_files()
 
     IPyNbFile.setup = setup
@@ -153,16 +165,27 @@ def _attach_nbval_to_jupyterlab() -> None:
 #: prints: scheduled first, so that with --dist loadscope the two workers finish together
 #: (longest-first: the short scopes fill in at the end). Everything else keeps its order after them.
 LONGEST_FIRST = (
-    "notebooks/13_", "notebooks/12_", "notebooks/10_", "notebooks/14_", "notebooks/11_",
-    "tests/test_other_cpus.py", "notebooks/07_", "notebooks/16_", "notebooks/08_",
+    "notebooks/13_",
+    "notebooks/12_",
+    "notebooks/10_",
+    "notebooks/14_",
+    "notebooks/11_",
+    "tests/test_other_cpus.py",
+    "notebooks/07_",
+    "notebooks/16_",
+    "notebooks/08_",
 )
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Order the scopes longest first (a stable sort: the cells of a notebook stay in order)."""
+
     def rank(item) -> int:
         path = item.nodeid.split("::", 1)[0]
-        return next((i for i, prefix in enumerate(LONGEST_FIRST) if path.startswith(prefix)), len(LONGEST_FIRST))
+        return next(
+            (i for i, prefix in enumerate(LONGEST_FIRST) if path.startswith(prefix)),
+            len(LONGEST_FIRST),
+        )
 
     items.sort(key=rank)
 
@@ -180,7 +203,10 @@ def expected_error_problem(source: str, outputs) -> str | None:
     """Why an expected-error cell's run does not show the error it names, or None when it does."""
     named = RAISES.findall(source)
     if len(named) != 1:
-        return "an NBVAL_RAISES_EXCEPTION cell needs one line '# raises: ErrorName' naming the error it teaches"
+        return (
+            "an NBVAL_RAISES_EXCEPTION cell needs one line '# raises: ErrorName' "
+            "naming the error it teaches"
+        )
     raised = [out.get("ename") for out in outputs or () if out.get("ename")]
     if not raised:
         return f"expected {named[0]}, but the cell raised nothing"
@@ -207,7 +233,11 @@ def pytest_runtest_call(item):
     # compared output shows, such as a placement table of what was placed "meanwhile".)
     start, phases = time.perf_counter(), {}
     try:
-        problem = _second_run_in_jupyterlab(item, phases) if SECOND_RUN["mode"] == "jupyterlab" else _second_run_in_kernel(cells)
+        problem = (
+            _second_run_in_jupyterlab(item, phases)
+            if SECOND_RUN["mode"] == "jupyterlab"
+            else _second_run_in_kernel(cells)
+        )
     finally:
         item.user_properties.append((RERUN_KEY, time.perf_counter() - start))
         if phases:
@@ -261,7 +291,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
             if hasattr(report, "start") and hasattr(report, "stop"):
                 busy[worker] += duration
                 first_last = span.setdefault(worker, [report.start, report.stop])
-                first_last[0], first_last[1] = min(first_last[0], report.start), max(first_last[1], report.stop)
+                first_last[0], first_last[1] = (
+                    min(first_last[0], report.start),
+                    max(first_last[1], report.stop),
+                )
             if getattr(report, "when", "call") != "call" or ".ipynb::" not in nodeid:
                 continue
             name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
@@ -274,19 +307,26 @@ def pytest_terminal_summary(terminalreporter) -> None:
             cells[name] += 1
     if not first:
         return
-    where = "in JupyterLab, widgets clicked" if SECOND_RUN["mode"] == "jupyterlab" else "in nbval's kernel"
+    where = (
+        "in JupyterLab, widgets clicked"
+        if SECOND_RUN["mode"] == "jupyterlab"
+        else "in nbval's kernel"
+    )
     terminalreporter.write_sep("=", f"time per notebook (s): nbval's run, the second run ({where})")
     order = list(dict.fromkeys(k for v in phases.values() for k in v))  # the second run's phases
-    terminalreporter.write_line(f"{'nbval':>7} {'second':>7} {'total':>7}  cells  notebook"
-                                + (f"  (second run: {', '.join(order)})" if order else ""))
+    terminalreporter.write_line(
+        f"{'nbval':>7} {'second':>7} {'total':>7}  cells  notebook"
+        + (f"  (second run: {', '.join(order)})" if order else "")
+    )
     for name in sorted(first):
         split = " / ".join(f"{phases[name].get(k, 0):.0f}" for k in order) if name in phases else ""
         terminalreporter.write_line(
-            f"{first[name]:7.1f} {rerun[name]:7.1f} {first[name] + rerun[name]:7.1f}  {cells[name]:5d}  {name}"
-            + (f"  ({split})" if split else "")
+            f"{first[name]:7.1f} {rerun[name]:7.1f} {first[name] + rerun[name]:7.1f}  "
+            f"{cells[name]:5d}  {name}" + (f"  ({split})" if split else "")
         )
     terminalreporter.write_line(
-        f"{sum(first.values()):7.1f} {sum(rerun.values()):7.1f} {sum(first.values()) + sum(rerun.values()):7.1f}"
+        f"{sum(first.values()):7.1f} {sum(rerun.values()):7.1f} "
+        f"{sum(first.values()) + sum(rerun.values()):7.1f}"
         f"  {sum(cells.values()):5d}  in all"
     )
     for worker in sorted(span):

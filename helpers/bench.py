@@ -34,8 +34,22 @@ from helpers.comparison import Comparison
 #: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
 TOPIC_MODULES: tuple[str, ...] = tuple(
     f"helpers.topics.{name}"
-    for name in ("graphs", "memory", "retracing", "shard_reading", "pipelines", "fused", "rnn", "cputune", "quant", "model_latency", "precision",
-                 "distribute", "data_service", "capstone")
+    for name in (
+        "graphs",
+        "memory",
+        "retracing",
+        "shard_reading",
+        "pipelines",
+        "fused",
+        "rnn",
+        "cputune",
+        "quant",
+        "model_latency",
+        "precision",
+        "distribute",
+        "data_service",
+        "capstone",
+    )
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"
@@ -60,39 +74,58 @@ def select(comparisons: Mapping[str, Comparison], only: Sequence[str] | None) ->
     if only is None:
         return list(comparisons.values())
     if isinstance(only, str | bytes) or not isinstance(only, Sequence):
-        raise checks.BadType(f"only must be a list of comparison ids, got {checks._show(only)}"
-                             + (f": write [{only!r}]" if isinstance(only, str) else f" ({type(only).__name__})"))
+        raise checks.BadType(
+            f"only must be a list of comparison ids, got {checks._show(only)}"
+            + (f": write [{only!r}]" if isinstance(only, str) else f" ({type(only).__name__})")
+        )
     if not all(isinstance(i, str) for i in only):
-        raise checks.BadType(f"only must hold comparison ids (strings), got {checks._show(list(only))}")
+        raise checks.BadType(
+            f"only must hold comparison ids (strings), got {checks._show(list(only))}"
+        )
     if not only:
         return list(comparisons.values())
     unknown = [i for i in only if i not in comparisons]
     if unknown:
         near = {m for i in unknown for m in difflib.get_close_matches(i, list(comparisons), n=2)}
-        raise ValueError(f"only: unknown comparison id(s) {unknown}"
-                         + (f" (did you mean {', '.join(sorted(near))}?)" if near else "")
-                         + "; see the ids with `python -m helpers.bench --list`")
+        raise ValueError(
+            f"only: unknown comparison id(s) {unknown}"
+            + (f" (did you mean {', '.join(sorted(near))}?)" if near else "")
+            + "; see the ids with `python -m helpers.bench --list`"
+        )
     return [comparisons[i] for i in only]
 
 
 def markdown(records: Sequence[Mapping[str, Any]]) -> str:
     """The results as a markdown table."""
     lines = [
-        "| id | baseline | variant | baseline median | variant median | speed-up | spread (IQR) | repeats | note |",
+        (
+            "| id | baseline | variant | baseline median | variant median | speed-up "
+            "| spread (IQR) | repeats | note |"
+        ),
         "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in records:
         notes = [r["note"]] if r.get("note") else []
         if "bound" in r:
-            notes.append(f"at most {r['bound']:g}x" + (" (ABOVE THE BOUND: check the measurement)"
-                                                     if r["speedup"] > r["bound"] * 1.1 else ""))
+            notes.append(
+                f"at most {r['bound']:g}x"
+                + (
+                    " (ABOVE THE BOUND: check the measurement)"
+                    if r["speedup"] > r["bound"] * 1.1
+                    else ""
+                )
+            )
         unit = r.get("unit", "s")
-        shown = [timing.format_seconds(r[k]) if unit == "s" else f"{r[k]:,.0f} {unit}" for k in ("baseline_s", "variant_s")]
+        shown = [
+            timing.format_seconds(r[k]) if unit == "s" else f"{r[k]:,.0f} {unit}"
+            for k in ("baseline_s", "variant_s")
+        ]
         note = "; ".join(notes)
         lines.append(
             f"| {r['id']} | {r['baseline']} | {r['variant']} "
             f"| {shown[0]} | {shown[1]} "
-            f"| {r['speedup']:.2f}x | {r['spread'][0]:.2f}-{r['spread'][1]:.2f}x | {r['repeats']} | {note} |"
+            f"| {r['speedup']:.2f}x | {r['spread'][0]:.2f}-{r['spread'][1]:.2f}x "
+            f"| {r['repeats']} | {note} |"
         )
     return "\n".join(lines)
 
@@ -116,11 +149,13 @@ def run_all(
     }
     for comparison in tqdm(chosen, desc="bench", unit="comparison", file=sys.stderr):
         result["comparisons"].append(comparison.run(quick=quick))
-        # When the last record was taken and how busy the machine was then (the bench's own processes
-        # count too; a load above the usable cores at the start means another job was already
-        # sharing them); an interrupted run shows where it stopped.
+        # When the last record was taken and how busy the machine was then (the bench's own
+        # processes count too; a load above the usable cores at the start means another job was
+        # already sharing them); an interrupted run shows where it stopped.
         result["ended"], result["load_at_end"] = time.strftime("%Y-%m-%dT%H:%M:%S%z"), _load()
-        results.check(result)  # the format bench --gather reads: a bad record fails here, not in the room
+        results.check(
+            result
+        )  # the format bench --gather reads: a bad record fails here, not in the room
         # Written after every comparison: an interrupted run keeps what it finished.
         fileio.atomic_write_text(out, json.dumps(result, indent=2, allow_nan=False) + "\n")
     return result
@@ -128,20 +163,34 @@ def run_all(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; see the module docstring."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.bench", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--list", action="store_true", help="print the comparison ids and exit")
-    parser.add_argument("--only", action="append", metavar="ID", help="run only this id (repeatable)")
-    parser.add_argument("--quick", action="store_true", help="small workloads (about a minute in all)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results")
-    parser.add_argument("--gather", type=Path, metavar="FOLDER",
-                        help="gather the bench.json files in FOLDER (one per machine) into one table and figure")
+    parser.add_argument(
+        "--only", action="append", metavar="ID", help="run only this id (repeatable)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small workloads (about a minute in all)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results"
+    )
+    parser.add_argument(
+        "--gather",
+        type=Path,
+        metavar="FOLDER",
+        help="gather the bench.json files in FOLDER (one per machine) into one table and figure",
+    )
     args = parser.parse_args(argv)
     if args.gather is not None:
         from helpers import gather
 
         if not args.gather.is_dir():
             what = "a file" if args.gather.exists() else "not there"
-            return _usage(f"--gather {args.gather} is {what}; give the folder that holds the bench.json files")
+            return _usage(
+                f"--gather {args.gather} is {what}; give the folder that holds the bench.json files"
+            )
 
         return gather.main(args.gather)
 

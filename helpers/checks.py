@@ -70,25 +70,34 @@ def optional_flag(name: str, value: Any) -> bool | None:
 MAX_COUNT = 10**9
 
 
-def whole_number(name: str, value: Any, minimum: int = 1, hint: str = "", maximum: int | None = None) -> int:
+def whole_number(
+    name: str, value: Any, minimum: int = 1, hint: str = "", maximum: int | None = None
+) -> int:
     """``value`` if it is an int (not a bool) in ``[minimum, maximum]`` (``MAX_COUNT`` by default);
     otherwise an error that names ``name``, what is allowed (plus ``hint``) and what was given."""
     extra = f" ({hint})" if hint else ""
     maximum = MAX_COUNT if maximum is None else maximum
     allowed = f"from {minimum} to {maximum:,}"
     if not _is_int(value):
-        raise BadType(f"{name} must be a whole number {allowed}{extra}, got {_show(value)} ({type(value).__name__})")
+        raise BadType(
+            f"{name} must be a whole number {allowed}{extra}, "
+            f"got {_show(value)} ({type(value).__name__})"
+        )
     if not minimum <= value <= maximum:
         raise ValueError(f"{name} must be a whole number {allowed}{extra}, got {value!r}")
     return value
 
 
-def whole(minimum: int = 1, maximum: int | Callable[[], int] | None = None, hint: str = "") -> Check:
+def whole(
+    minimum: int = 1, maximum: int | Callable[[], int] | None = None, hint: str = ""
+) -> Check:
     """A check for ``arguments``: a whole number in range; ``maximum`` may be a function of the
     machine (``checks.max_threads``), read when the helper is called."""
+
     def check(name: str, value: Any) -> int:
         top = maximum() if callable(maximum) else maximum
         return whole_number(name, value, minimum, hint, top)
+
     return check
 
 
@@ -97,28 +106,43 @@ def optional(check: Check) -> Check:
     return lambda name, value: None if value is None else check(name, value)
 
 
-def number(minimum: float = 0.0, maximum: float | None = None, hint: str = "", above: bool = False) -> Check:
-    """A finite real number in ``[minimum, maximum]`` (``above=True``: strictly above ``minimum``)."""
+def number(
+    minimum: float = 0.0, maximum: float | None = None, hint: str = "", above: bool = False
+) -> Check:
+    """A finite real number in ``[minimum, maximum]`` (``above=True``: strictly above
+    ``minimum``)."""
+
     def check(name: str, value: Any) -> float:
         extra = f" ({hint})" if hint else ""
         low = f"> {minimum:g}" if above else f">= {minimum:g}"
         allowed = low if maximum is None else f"{low} and <= {maximum:g}"
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise BadType(f"{name} must be a number {allowed}{extra}, got {_show(value)} ({type(value).__name__})")
-        if not math.isfinite(value) or value < minimum or (above and value == minimum) or (
-                maximum is not None and value > maximum):
+            raise BadType(
+                f"{name} must be a number {allowed}{extra}, "
+                f"got {_show(value)} ({type(value).__name__})"
+            )
+        if (
+            not math.isfinite(value)
+            or value < minimum
+            or (above and value == minimum)
+            or (maximum is not None and value > maximum)
+        ):
             raise ValueError(f"{name} must be a finite number {allowed}{extra}, got {value!r}")
         return value
+
     return check
 
 
 def one_of(*options: Any) -> Check:
     """One of ``options`` exactly (a typo is named with what is allowed)."""
+
     def check(name: str, value: Any) -> Any:
         if not any(value == o and type(value) is type(o) for o in options):
             raise (ValueError if isinstance(value, str) else BadType)(
-                f"{name} must be one of {', '.join(map(repr, options))}; got {_show(value)}")
+                f"{name} must be one of {', '.join(map(repr, options))}; got {_show(value)}"
+            )
         return value
+
     return check
 
 
@@ -134,7 +158,10 @@ def text(name: str, value: Any) -> str:
 def path(name: str, value: Any) -> Path:
     """A path given as ``str`` or ``os.PathLike``."""
     if not isinstance(value, str | os.PathLike) or not str(value).strip():
-        raise BadType(f"{name} must be a path (str or pathlib.Path), got {_show(value)} ({type(value).__name__})")
+        raise BadType(
+            f"{name} must be a path (str or pathlib.Path), "
+            f"got {_show(value)} ({type(value).__name__})"
+        )
     return Path(value)
 
 
@@ -142,13 +169,21 @@ def paths(name: str, value: Any, minimum: int = 1) -> list[str]:
     """A list (or tuple) of paths; one path passed as a plain string is refused, since each of its
     characters would become a path."""
     if isinstance(value, str | bytes | os.PathLike):
-        raise BadType(f"{name} must be a list of paths, got the single path {_show(value)}: write [{_show(str(value))}]")
+        raise BadType(
+            f"{name} must be a list of paths, got the single path {_show(value)}: "
+            f"write [{_show(str(value))}]"
+        )
     if not isinstance(value, Sequence):
-        raise BadType(f"{name} must be a list of paths, got {_show(value)} ({type(value).__name__})")
+        raise BadType(
+            f"{name} must be a list of paths, got {_show(value)} ({type(value).__name__})"
+        )
     for item in value:
         path(f"each of {name}", item)
     if len(value) < minimum:
-        raise ValueError(f"{name} must hold at least {minimum} path{'s' if minimum > 1 else ''}, got an empty list")
+        raise ValueError(
+            f"{name} must hold at least {minimum} path{'s' if minimum > 1 else ''}, "
+            "got an empty list"
+        )
     return [str(p) for p in value]
 
 
@@ -157,12 +192,15 @@ def fits_memory(what: str, nbytes: float, fraction: float = 0.5) -> None:
     available now, with both numbers."""
     free = available_bytes()
     if nbytes > fraction * free:
-        raise ValueError(f"{what} needs about {nbytes / 2**20:,.0f} MiB, more than {fraction:.0%} of the "
-                         f"{free / 2**20:,.0f} MiB this machine has available now; choose a smaller size")
+        raise ValueError(
+            f"{what} needs about {nbytes / 2**20:,.0f} MiB, more than {fraction:.0%} of the "
+            f"{free / 2**20:,.0f} MiB this machine has available now; choose a smaller size"
+        )
 
 
 def arguments(**checks: Check) -> Callable[[F], F]:
     """Check the named arguments of every call (defaults included) before the body runs."""
+
     def decorate(fn: F) -> F:
         signature = inspect.signature(fn)
         unknown = set(checks) - set(signature.parameters)
@@ -179,7 +217,9 @@ def arguments(**checks: Check) -> Callable[[F], F]:
             for name, check in checks.items():
                 check(name, bound.arguments[name])
             return fn(*args, **kwargs)
+
         return wrapper  # type: ignore[return-value]
+
     return decorate
 
 

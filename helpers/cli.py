@@ -20,6 +20,7 @@ from helpers import checks
 @checks.arguments(minimum=checks.whole(0), maximum=checks.whole(0))
 def whole(minimum: int = 1, maximum: int = checks.MAX_COUNT) -> Callable[[str], int]:
     """A whole number from ``minimum`` to ``maximum``."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -30,6 +31,7 @@ def whole(minimum: int = 1, maximum: int = checks.MAX_COUNT) -> Callable[[str], 
         if value > maximum:
             raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
         return value
+
     return parse
 
 
@@ -38,14 +40,18 @@ def number(minimum: float, maximum: float) -> Callable[[str], float]:
     """A finite number above ``minimum``, at most ``maximum``."""
     if not minimum < maximum:
         raise ValueError(f"minimum must be below maximum, got {minimum:g} and {maximum:g}")
+
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
         if not math.isfinite(value) or not minimum < value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be a finite number above {minimum:g}, at most {maximum:g}; got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"must be a finite number above {minimum:g}, at most {maximum:g}; got {text!r}"
+            )
         return value
+
     return parse
 
 
@@ -59,7 +65,9 @@ def seconds(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
     if not math.isfinite(value) or not 0 < value <= DAY:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, at most a day ({DAY:g}), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds above 0, at most a day ({DAY:g}), got {text!r}"
+        )
     return value
 
 
@@ -91,9 +99,13 @@ def json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"must be a JSON object, {exc.msg} at character {exc.pos}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object, {exc.msg} at character {exc.pos}"
+        ) from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"must be a JSON object such as '{{\"jit_compile\": true}}', got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be a JSON object such as '{{\"jit_compile\": true}}', got {text!r}"
+        )
     return value
 
 
@@ -101,5 +113,7 @@ def host_port(text: str) -> tuple[str, int]:
     """``"host:port"`` or ``"grpc://host:port"``, as ``(host, port)``."""
     host, _, port = text.strip().removeprefix("grpc://").rpartition(":")
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f'must be "grpc://host:port" with a port from 1 to 65535, got {text!r}')
+        raise argparse.ArgumentTypeError(
+            f'must be "grpc://host:port" with a port from 1 to 65535, got {text!r}'
+        )
     return host, int(port)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from helpers import checks, timing
+from helpers import checks, timing, timing_stats
 from helpers.results import KINDS
 
 ID_PATTERN = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
@@ -43,9 +43,9 @@ class Comparison:
     parameters; ``bound()``, when given, is the largest ratio physics allows (the core count for
     threads); ``unit`` is what the medians count when they are not seconds (``"bytes"``);
     ``kind`` is what the ratio is, when not a speed-up (``results.KINDS``: ``"size ratio"``,
-    ``"share of bound"``), so that the room's figure does not draw it as one. A timing needs at least
-    ``MIN_SAMPLES`` samples of each side; ``deterministic=True`` says the measure is not a timing
-    (a file's size), so one sample is the whole truth and its zero-width spread is exact.
+    ``"share of bound"``), so that the room's figure does not draw it as one. A timing needs at
+    least ``MIN_SAMPLES`` samples of each side; ``deterministic=True`` says the measure is not a
+    timing (a file's size), so one sample is the whole truth and its zero-width spread is exact.
 
     ``make_variants`` and ``measure`` may be given as ``"package.module:function"``: lesson
     code exported from a notebook (``helpers.lessons``) is then imported only when the
@@ -132,12 +132,22 @@ class Comparison:
         timing, or a ``speedup`` that is not the baseline's median over the variant's."""
         counts = {self.baseline: int(base["repeats"]), self.variant: int(var["repeats"])}
         if not self.deterministic and min(counts.values()) < MIN_SAMPLES:
-            raise ValueError(f"{self.id}: {counts} timed samples; a timing needs at least {MIN_SAMPLES} of each "
-                             "(deterministic=True only where the measure is not a timing)")
-        ratio, speedup = timing._ratio(float(base["median_s"]), float(var["median_s"])), float(var["speedup"])
-        if not (math.isclose(speedup, ratio, rel_tol=1e-6) or (math.isnan(speedup) and math.isnan(ratio))):
-            raise ValueError(f"{self.id}: speedup {speedup:.6g} is not the ratio of the medians "
-                             f"({float(base['median_s']):.6g} / {float(var['median_s']):.6g} = {ratio:.6g})")
+            raise ValueError(
+                f"{self.id}: {counts} timed samples; a timing needs at least {MIN_SAMPLES} of each "
+                "(deterministic=True only where the measure is not a timing)"
+            )
+        ratio, speedup = (
+            timing_stats._ratio(float(base["median_s"]), float(var["median_s"])),
+            float(var["speedup"]),
+        )
+        if not (
+            math.isclose(speedup, ratio, rel_tol=1e-6)
+            or (math.isnan(speedup) and math.isnan(ratio))
+        ):
+            raise ValueError(
+                f"{self.id}: speedup {speedup:.6g} is not the ratio of the medians "
+                f"({float(base['median_s']):.6g} / {float(var['median_s']):.6g} = {ratio:.6g})"
+            )
 
 
 def _jsonable(value: Any) -> Any:

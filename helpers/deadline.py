@@ -38,19 +38,24 @@ class Deadline:
         return time.monotonic() >= self.ends
 
     def left(self, at_most: float = float("inf")) -> float:
-        """Seconds until the deadline (0 once passed), at most ``at_most``: a blocking call's timeout."""
+        """Seconds until the deadline (0 once passed), at most ``at_most``: a blocking call's
+        timeout."""
         return max(0.0, min(at_most, self.ends - time.monotonic()))
 
     def message(self, detail: str = "") -> str:
         """``gave up after N s waiting for <what> (<detail>)``."""
-        return f"gave up after {self.seconds:g} s waiting for {self.what}" + (f" ({detail})" if detail else "")
+        return f"gave up after {self.seconds:g} s waiting for {self.what}" + (
+            f" ({detail})" if detail else ""
+        )
 
     def pause(self, interval: float) -> None:
         """Sleep one polling interval, cut short at the deadline."""
         time.sleep(self.left(interval))  # the interval between two looks, not a stand-in for work
 
 
-@checks.arguments(seconds=_SECONDS, what=checks.text, interval=checks.number(0.001, 3600.0, "seconds"))
+@checks.arguments(
+    seconds=_SECONDS, what=checks.text, interval=checks.number(0.001, 3600.0, "seconds")
+)
 def until(ready: Callable[[], T], seconds: float, what: str, interval: float = 0.1) -> T:
     """Ask ``ready()`` every ``interval`` seconds until it returns anything but None or False (0 is
     an answer) and return that; after ``seconds``, raise ``WaitTimeout`` naming ``what``.

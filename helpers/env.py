@@ -28,7 +28,14 @@ DEVICE_TYPES = ("CPU", "GPU")
 #: util.cc; TensorFlow 2.9's release notes: "neural-network-focused hardware features such as
 #: AVX512_VNNI, AVX512_BF16, AMX"); without, it leaves oneDNN off unless TF_ENABLE_ONEDNN_OPTS=1.
 #: AVX_VNNI is on AVX2-only laptops too (Intel's 12th generation and later).
-ONEDNN_DEFAULT_FEATURES = ("avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16")
+ONEDNN_DEFAULT_FEATURES = (
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
 #: Instructions that compute bfloat16 in hardware: AVX-512 BF16 dot products, AMX tiles.
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 #: ONEDNN_MAX_CPU_ISA caps that forbid oneDNN those instructions.
@@ -85,7 +92,9 @@ def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     return set()
 
 
-def bf16_kernels(cpuinfo: str | None = None, onednn: bool | None = None, isa: str | None = None) -> tuple[bool, str]:
+def bf16_kernels(
+    cpuinfo: str | None = None, onednn: bool | None = None, isa: str | None = None
+) -> tuple[bool, str]:
     """Whether TensorFlow's CPU kernels compute bfloat16 in hardware here, and why, in one line:
     it takes AVX512_BF16 or AMX, oneDNN on (TensorFlow's own kernels emulate bfloat16), and no
     ``ONEDNN_MAX_CPU_ISA`` below them (``isa``: a cap a child process will run under; by default,
@@ -94,7 +103,9 @@ def bf16_kernels(cpuinfo: str | None = None, onednn: bool | None = None, isa: st
 
     onednn = checks.optional_flag("onednn", onednn)
     if isa is not None and not isinstance(isa, str):
-        raise checks.BadType(f"isa must be an ONEDNN_MAX_CPU_ISA value such as 'AVX512_CORE', got {isa!r}")
+        raise checks.BadType(
+            f"isa must be an ONEDNN_MAX_CPU_ISA value such as 'AVX512_CORE', got {isa!r}"
+        )
     have = [f.upper() for f in BF16_FLAGS if f in cpu_flags(cpuinfo)]
     onednn = onednn_enabled() if onednn is None else onednn
     cap = (isa or os.environ.get("ONEDNN_MAX_CPU_ISA", "")).strip().upper()
@@ -102,10 +113,19 @@ def bf16_kernels(cpuinfo: str | None = None, onednn: bool | None = None, isa: st
     if not have:
         return False, f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX): {slower}"
     if not onednn:
-        return False, f"this CPU has {', '.join(have)} but oneDNN is off, so nothing uses them: {slower}"
+        return (
+            False,
+            f"this CPU has {', '.join(have)} but oneDNN is off, so nothing uses them: {slower}",
+        )
     if cap in BF16_BLOCKING_ISAS:
-        return False, f"ONEDNN_MAX_CPU_ISA={cap} forbids oneDNN this CPU's {', '.join(have)}: {slower}"
-    return True, f"this CPU computes bfloat16 in hardware ({', '.join(have)}) and oneDNN is on to use it"
+        return (
+            False,
+            f"ONEDNN_MAX_CPU_ISA={cap} forbids oneDNN this CPU's {', '.join(have)}: {slower}",
+        )
+    return (
+        True,
+        f"this CPU computes bfloat16 in hardware ({', '.join(have)}) and oneDNN is on to use it",
+    )
 
 
 def onednn_enabled() -> bool:
@@ -132,11 +152,14 @@ def onednn_status(cpuinfo: str | None = None) -> str:
     else:
         why = "TensorFlow's default on a CPU without AVX512_VNNI, AVX_VNNI, AVX512_BF16 or AMX"
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip()
-    return f"oneDNN is {'on' if on else 'off'} here ({why}" + (f"; ONEDNN_MAX_CPU_ISA={cap})" if cap and on else ")")
+    return f"oneDNN is {'on' if on else 'off'} here ({why}" + (
+        f"; ONEDNN_MAX_CPU_ISA={cap})" if cap and on else ")"
+    )
 
 
 def usable_cores() -> int:
-    """The logical CPUs this process may run on (its affinity: ``taskset``, a container's cpuset)."""
+    """The logical CPUs this process may run on (its affinity: ``taskset``, a container's
+    cpuset)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # macOS, Windows: no affinity call
@@ -190,7 +213,10 @@ def report() -> Any:
         ("oneDNN optimizations", "on" if info["onednn"] else "off"),
         ("CPU", info["cpu_model"]),
         ("Cores (physical / logical)", f"{info['physical_cores']} / {info['logical_cores']}"),
-        ("CPU features", ", ".join(f"{k.upper()} {'yes' if v else 'no'}" for k, v in features.items())),
+        (
+            "CPU features",
+            ", ".join(f"{k.upper()} {'yes' if v else 'no'}" for k, v in features.items()),
+        ),
         ("Memory", f"{info['memory_gib']} GiB"),
         ("Physical devices", ", ".join(_short(d.name) for d in tf.config.list_physical_devices())),
         ("Logical devices", ", ".join(_short(d.name) for d in tf.config.list_logical_devices())),
@@ -215,7 +241,9 @@ def setup_logical_devices(n: int, device_type: str | None = None) -> list[Any]:
     from helpers import checks
 
     # Logical devices run on the machine's CPUs: more than a few per CPU only adds overhead.
-    checks.whole_number("n", n, 1, f"logical devices; {os.cpu_count() or 1} logical CPUs here", checks.max_threads())
+    checks.whole_number(
+        "n", n, 1, f"logical devices; {os.cpu_count() or 1} logical CPUs here", checks.max_threads()
+    )
     if device_type is not None and not isinstance(device_type, str):
         raise checks.BadType(f"device_type must be 'CPU', 'GPU' or None, got {device_type!r}")
     if device_type is None:

@@ -33,8 +33,15 @@ LESSONS = Path(__file__).resolve().parent / "lessons"
 MARKER = "#| export"
 NOTEBOOK_NAME = re.compile(r"^\d{2}_(?P<slug>[a-z][a-z0-9_]*)\.ipynb$")
 #: Top-level statements an exported cell may hold: nothing that runs a lesson at import time.
-ALLOWED = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-           ast.Assign, ast.AnnAssign)
+ALLOWED = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
 
 
 class ExportError(ValueError):
@@ -72,7 +79,10 @@ def exported_cells(nb: Any, where: str = "the notebook") -> list[tuple[int, str]
         try:
             tree = ast.parse(body)
         except SyntaxError as exc:
-            raise ExportError(f"{here}: not plain Python (no % magics or ! commands): {exc.msg}, line {exc.lineno}") from exc
+            raise ExportError(
+                f"{here}: not plain Python (no % magics or ! commands): "
+                f"{exc.msg}, line {exc.lineno}"
+            ) from exc
         for node in tree.body:
             if not isinstance(node, ALLOWED):
                 raise ExportError(
@@ -149,8 +159,12 @@ def write(notebooks: Sequence[Path], out_dir: Path | None = None) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; see the module docstring."""
-    parser = argparse.ArgumentParser(prog="python -m helpers.export", description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="report modules out of step; change nothing")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.export", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="report modules out of step; change nothing"
+    )
     args = parser.parse_args(argv)
     notebooks = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     try:
@@ -162,7 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("Run `make export` to regenerate them.", file=sys.stderr)
             return 1 if problems else 0
         for path in write(notebooks):
-            print(f"wrote {path.relative_to(ROOT)}" if path.exists() else f"removed {path.relative_to(ROOT)}")
+            print(
+                f"wrote {path.relative_to(ROOT)}"
+                if path.exists()
+                else f"removed {path.relative_to(ROOT)}"
+            )
     except ExportError as exc:
         print(f"export: {exc}", file=sys.stderr)
         return 2

@@ -24,7 +24,10 @@ from helpers import checks
 
 # "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:0", optionally behind a glog
 # prefix ("I0000 00:00:1795287681.511107    4925 placer.cc:162] ").
-_PLACER = re.compile(r"^(?:[IWE]\d{4} [\d:.]+\s+\d+ \S+\] )?(?P<op>[^\s:][^:]*): \((?P<kernel>[\w.]+)\): (?P<device>/\S+)$")
+_PLACER = re.compile(
+    r"^(?:[IWE]\d{4} [\d:.]+\s+\d+ \S+\] )?"
+    r"(?P<op>[^\s:][^:]*): \((?P<kernel>[\w.]+)\): (?P<device>/\S+)$"
+)
 # "Executing op _MklMatMul in device /job:localhost/replica:0/task:0/device:CPU:0"
 _EXECUTING = re.compile(r"Executing op (?P<kernel>\S+) in device (?P<device>/\S+)$")
 # Function names carry a process-wide counter: __inference_f_9 -> __inference_f
@@ -171,9 +174,9 @@ class PlacementLog:
     logs nothing, turning it off later does not stop it. So the notebook calls
     ``tf.debugging.set_log_device_placement(True)`` before any other TensorFlow call, and
     ``start()`` (which refuses when logging is off) points file descriptors 1 and 2 at a log file
-    until ``stop()``. In a Jupyter kernel TensorFlow also prints an ``Executing op ...`` line through
-    ``sys.stdout`` for every eager op; those lines are diverted into the same file, and the
-    rest of Python's output is untouched. ``run(fn)`` returns what ``fn`` placed.
+    until ``stop()``. In a Jupyter kernel TensorFlow also prints an ``Executing op ...`` line
+    through ``sys.stdout`` for every eager op; those lines are diverted into the same file, and
+    the rest of Python's output is untouched. ``run(fn)`` returns what ``fn`` placed.
     """
 
     def __init__(self) -> None:
@@ -192,11 +195,15 @@ class PlacementLog:
         from tensorflow.python.eager import context
 
         if not context.context().log_device_placement:
-            message = ("placement logging is off: call tf.debugging.set_log_device_placement(True) "
-                       "before any other TensorFlow call")
+            message = (
+                "placement logging is off: call tf.debugging.set_log_device_placement(True) "
+                "before any other TensorFlow call"
+            )
             if tensorflow_started():
-                message += (". TensorFlow has already started without it, and in TF 2.21 it cannot "
-                            "be switched on afterwards: restart the kernel and run the Setup cell first")
+                message += (
+                    ". TensorFlow has already started without it, and in TF 2.21 it cannot "
+                    "be switched on afterwards: restart the kernel and run the Setup cell first"
+                )
             raise RuntimeError(message + ".")
         self._file = tempfile.TemporaryFile(mode="w+b")
         _flush_all()

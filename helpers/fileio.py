@@ -12,7 +12,8 @@ from helpers import checks
 
 def make_folder(path: str | os.PathLike[str], name: str = "path") -> Path:
     """Create the folder ``path`` (and its parents) if needed. A file where a folder is needed (the
-    path itself or one of its parents) is named: ``ValueError``, not ``FileExistsError: File exists``."""
+    path itself or one of its parents) is named: ``ValueError``, not
+    ``FileExistsError: File exists``."""
     folder = checks.path(name, path)
     for candidate in (folder, *folder.parents):
         if candidate.exists() or candidate.is_symlink():
@@ -34,7 +35,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     make_folder(target.parent, "path")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        # mkstemp makes the file private (0600); keep the mode the file had, or what a plain open() gives
+        # mkstemp makes the file private (0600); keep the mode the file had, or what a plain
+        # open() gives
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(fd, target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~umask)
@@ -66,7 +68,7 @@ def staging_folder(parent: str | os.PathLike[str], prefix: str) -> Path:
 
     parent = make_folder(parent, "parent")
     for stale in parent.glob(f".{prefix}-*-*"):
-        pid = stale.name[len(prefix) + 2:].split("-", 1)[0]
+        pid = stale.name[len(prefix) + 2 :].split("-", 1)[0]
         if stale.is_dir() and pid.isdigit() and not psutil.pid_exists(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f".{prefix}-{os.getpid()}-", dir=parent))

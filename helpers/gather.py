@@ -8,6 +8,7 @@ the facilitator collects the files into one folder (any names, any subfolders) a
 which prints each comparison's speed-up per machine, the machines' stamps, the comparisons whose
 direction disagrees between machines, and writes ``FOLDER/gathered.md`` and ``gathered.png``.
 A file that is not a bench result is skipped with the reason; the rest is still gathered.
+Reading and checking the files is ``gather_files``'s part (``load`` is re-exported here).
 """
 
 from __future__ import annotations
@@ -15,89 +16,12 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from helpers import fileio
+from helpers.gather_files import GatherError, Result, load  # load re-exported: notebook 15 calls it
 from helpers.results import KINDS
-
-MAX_FILES = 500
-
-
-class GatherError(ValueError):
-    """Nothing could be gathered (the message says why)."""
-
-
-@dataclass(frozen=True)
-class Result:
-    """One machine's bench.json: a short label, its stamp, and its records by comparison id."""
-
-    label: str
-    path: Path
-    stamp: str
-    workbook: str
-    quick: bool
-    records: dict[str, dict[str, Any]]
-
-
-def read(path: Path, label: str) -> Result:
-    """One bench.json, checked by ``results.load``; ``ValueError`` saying what is wrong when it is
-    not a bench result."""
-    from helpers import results, stamp
-
-    data = results.load(path)  # ResultError is a ValueError
-    quick = data.get("quick", False)
-    line = data.get("stamp") or stamp.text(data["machine"], scale="quick" if quick else "full",
-                                           day=str(data.get("started") or "")[:10] or "date unknown")
-    return Result(label, Path(path), str(line), str(data.get("workbook") or "unknown"), quick,
-                  {r["id"]: r for r in data["comparisons"]})
-
-
-def load(folder: str | Path) -> tuple[list[Result], list[str]]:
-    """Every bench result under ``folder``, and one line per file skipped or worth a warning."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise GatherError(f"{folder} is not a folder; put the bench.json files in one and pass it")
-    files = sorted(p for p in folder.rglob("*.json") if p.is_file())
-    if len(files) > MAX_FILES:
-        raise GatherError(f"{folder} holds {len(files)} JSON files; at most {MAX_FILES} (one per machine)")
-    results, notes = [], []
-    for path in files:
-        label = str(path.relative_to(folder).with_suffix(""))
-        label = label[:-len("/bench")] if label.endswith("/bench") else label
-        try:
-            results.append(read(path, label))
-        except ValueError as exc:
-            notes.append(f"skipped {path.relative_to(folder)}: {exc}")
-    if not results:
-        raise GatherError(f"no bench results in {folder}" + (f" ({len(notes)} files skipped: {notes[0]})" if notes else
-                                                               " (no .json files)"))
-    versions = sorted({r.workbook for r in results})
-    if len(versions) > 1:
-        by = {v: [r.label for r in results if r.workbook == v] for v in versions}
-        notes.append(f"results from different workbook versions {by}: a comparison may have changed between them")
-    if len({r.quick for r in results}) > 1:
-        notes.append("some results are --quick and some full size: their workloads differ")
-    return results, notes + _copies(results)
-
-
-def _timings(record: dict[str, Any]) -> tuple[Any, ...]:
-    return record.get("baseline_s"), record.get("variant_s"), record["speedup"], tuple(record["spread"])
-
-
-def _copies(results: Sequence[Result]) -> list[str]:
-    """A note for each pair of results with the same stamp and the same timings: one file sent twice
-    would count one machine twice. Both are kept; the facilitator decides."""
-    notes = []
-    for i, a in enumerate(results):
-        for b in results[i + 1:]:
-            shared = sorted(set(a.records) & set(b.records))
-            if a.stamp == b.stamp and shared and all(
-                    _timings(a.records[k]) == _timings(b.records[k]) for k in shared):
-                notes.append(f"{a.label} and {b.label} hold the same timings for all {len(shared)} comparisons they "
-                             "share: one result sent twice? Both are gathered; remove one to count that machine once")
-    return notes
 
 
 def table(results: Sequence[Result], kind: str = "speed-up") -> Any:
@@ -108,8 +32,13 @@ def table(results: Sequence[Result], kind: str = "speed-up") -> Any:
     from helpers.results import kind as kind_of
 
     ids = sorted({i for r in results for i, record in r.records.items() if kind_of(record) == kind})
-    return pd.DataFrame({r.label: [r.records[i]["speedup"] if i in r.records else math.nan for i in ids] for r in results},
-                        index=pd.Index(ids, name="comparison"))
+    return pd.DataFrame(
+        {
+            r.label: [r.records[i]["speedup"] if i in r.records else math.nan for i in ids]
+            for r in results
+        },
+        index=pd.Index(ids, name="comparison"),
+    )
 
 
 def one_run(record: dict[str, Any]) -> bool:
@@ -134,13 +63,17 @@ def disagreements(results: Sequence[Result]) -> list[str]:
 def missing(results: Sequence[Result]) -> list[str]:
     """Comparisons some machines did not run."""
     every = {i for r in results for i in r.records}
-    return [f"{i}: not run on {', '.join(r.label for r in results if i not in r.records)}"
-            for i in sorted(every) if any(i not in r.records for r in results)]
+    return [
+        f"{i}: not run on {', '.join(r.label for r in results if i not in r.records)}"
+        for i in sorted(every)
+        if any(i not in r.records for r in results)
+    ]
 
 
 def figure(results: Sequence[Result], title: str = "") -> Any:
-    """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their stamps.
-    Other ratios (size ratios, shares of a bound) are not speed-ups: ``markdown`` lists them."""
+    """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their
+    stamps. Other ratios (size ratios, shares of a bound) are not speed-ups: ``markdown`` lists
+    them."""
     import numpy as np
     from matplotlib.figure import Figure
 
@@ -154,25 +87,55 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
     for k, r in enumerate(results):
         y = np.arange(len(ids)) + k * height
         values = speedups[r.label].to_numpy()
-        low = [v - r.records[i]["spread"][0] if i in r.records else 0 for i, v in zip(ids, values, strict=True)]
-        high = [r.records[i]["spread"][1] - v if i in r.records else 0 for i, v in zip(ids, values, strict=True)]
+        low = [
+            v - r.records[i]["spread"][0] if i in r.records else 0
+            for i, v in zip(ids, values, strict=True)
+        ]
+        high = [
+            r.records[i]["spread"][1] - v if i in r.records else 0
+            for i, v in zip(ids, values, strict=True)
+        ]
         values = np.nan_to_num(values, nan=1.0)  # a comparison not run: no bar
-        ax.barh(y, values - 1.0, left=1.0, height=height, xerr=[np.clip(low, 0, None), np.clip(high, 0, None)],
-                capsize=2, label=f"{r.label}: {r.stamp}")  # from 1x: right is faster, left is slower
+        ax.barh(
+            y,
+            values - 1.0,
+            left=1.0,
+            height=height,
+            xerr=[np.clip(low, 0, None), np.clip(high, 0, None)],
+            capsize=2,
+            label=f"{r.label}: {r.stamp}",
+        )  # from 1x: right is faster, left is slower
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
-    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]] or [1]
+    ticks = [
+        t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]
+    ] or [1]
     ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
     ax.minorticks_off()
     ax.set_yticks(np.arange(len(ids)) + 0.4 - height / 2, ids, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("speed-up of the variant over the baseline (log scale; whiskers: spread of the runs)")
+    ax.set_xlabel(
+        "speed-up of the variant over the baseline (log scale; whiskers: spread of the runs)"
+    )
     others = sum(len(table(results, k)) for k in KINDS if k != "speed-up")
-    ax.set_title((title or f"{len(ids)} speed-ups from {n} bench results")
-                 + (f"\n({others} other ratios, such as sizes, are in the table, not drawn)" if others else ""), fontsize=10)
-    fig.legend(loc="outside upper center", fontsize=7, ncols=1, frameon=False)  # the stamp takes the foot
+    ax.set_title(
+        (title or f"{len(ids)} speed-ups from {n} bench results")
+        + (
+            f"\n({others} other ratios, such as sizes, are in the table, not drawn)"
+            if others
+            else ""
+        ),
+        fontsize=10,
+    )
+    fig.legend(
+        loc="outside upper center", fontsize=7, ncols=1, frameon=False
+    )  # the stamp takes the foot
     days = sorted({r.stamp.rsplit(" · ", 1)[-1] for r in results})
-    stamp.on_figure(fig, f"gathered from {n} bench results · {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else ""))
+    stamp.on_figure(
+        fig,
+        f"gathered from {n} bench results · {days[0]}"
+        + (f" to {days[-1]}" if len(days) > 1 else ""),
+    )
     return fig
 
 
@@ -193,13 +156,23 @@ def markdown(results: Sequence[Result], notes: Sequence[str] = ()) -> str:
         lines += ["| comparison | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
         for i, row in rows.iterrows():
             speed = kind == "speed-up"
-            values = ["-" if math.isnan(v) else f"{v:.2f}" + ("x" if speed else "")
-                      + (" (1 run)" if speed and one_run(r.records[i]) else "")
-                      for r, v in zip(results, row, strict=True)]
+            values = [
+                "-"
+                if math.isnan(v)
+                else f"{v:.2f}"
+                + ("x" if speed else "")
+                + (" (1 run)" if speed and one_run(r.records[i]) else "")
+                for r, v in zip(results, row, strict=True)
+            ]
             lines.append(f"| {i} | " + " | ".join(values) + " |")
-    lines += ["", "Machines:"] + [f"- {cell(r.label)}: {cell(r.stamp)} (workbook {cell(r.workbook)})" for r in results]
-    for heading, items in (("Disagree in direction", disagreements(results)), ("Missing", missing(results)),
-                           ("Notes", list(notes))):
+    lines += ["", "Machines:"] + [
+        f"- {cell(r.label)}: {cell(r.stamp)} (workbook {cell(r.workbook)})" for r in results
+    ]
+    for heading, items in (
+        ("Disagree in direction", disagreements(results)),
+        ("Missing", missing(results)),
+        ("Notes", list(notes)),
+    ):
         if items:
             lines += ["", f"{heading}:"] + [f"- {cell(item)}" for item in items]
     return "\n".join(lines)
@@ -225,6 +198,7 @@ def main(folder: str | Path) -> int:
 
 # --- notebook 15's widget: gather any folder live --------------------------------------------
 
+
 def room_table(folder: str | Path, on_progress: Any = None) -> Any:
     """The gathered speed-ups of ``folder`` as a table; the results and notes ride along in
     ``table.attrs`` for ``room_figure`` and ``room_summary``."""
@@ -245,9 +219,15 @@ def room_summary(speedups: Any) -> str:
     """One line: how many machines and comparisons, and which disagree in direction."""
     results = speedups.attrs["results"]
     split = [line.split(":")[0] for line in disagreements(results)]
-    return (f"{len(results)} machines, {len(speedups)} comparisons; "
-            + (f"{len(split)} disagree in direction: {', '.join(split)}" if split else "none disagrees in direction")
-            + (f"; {len(speedups.attrs['notes'])} notes" if speedups.attrs["notes"] else ""))
+    return (
+        f"{len(results)} machines, {len(speedups)} comparisons; "
+        + (
+            f"{len(split)} disagree in direction: {', '.join(split)}"
+            if split
+            else "none disagrees in direction"
+        )
+        + (f"; {len(speedups.attrs['notes'])} notes" if speedups.attrs["notes"] else "")
+    )
 
 
 def _most_varied(speedups: Any) -> str:
@@ -262,7 +242,9 @@ def check_most_varied(fn: Any, speedups: Any) -> Any:
 
     if not callable(fn):
         return not_yet(f"most_varied must be a function of the table, got {type(fn).__name__}")
-    tables = [speedups] + ([speedups.drop(columns=speedups.columns[0])] if speedups.shape[1] > 2 else [])
+    tables = [speedups] + (
+        [speedups.drop(columns=speedups.columns[0])] if speedups.shape[1] > 2 else []
+    )
     holey = speedups.copy()
     # A machine that did not run the least varied row: skipping the NaN keeps the answer, while
     # NumPy's max and min turn that row's ratio into NaN, which np.argmax then picks.
@@ -273,17 +255,26 @@ def check_most_varied(fn: Any, speedups: Any) -> Any:
     for t in tables:
         want = _most_varied(t)
         try:
-            got = fn(t.copy())  # a copy: an answer that adds a column changes neither the check nor the table
+            got = fn(
+                t.copy()
+            )  # a copy: an answer that adds a column changes neither the check nor the table
         except Exception as exc:  # the learner's code
             return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
         if not isinstance(got, str):
-            return not_yet(f"return the comparison's name (a row label of the table), got {type(got).__name__}")
+            return not_yet(
+                f"return the comparison's name (a row label of the table), got {type(got).__name__}"
+            )
         if got != want:
             gap = " (with a NaN where a machine did not run it)" if t is holey else ""
-            return not_yet(f"on machines {list(t.columns)}{gap} you named {got!r}; the largest max/min ratio is "
-                           f"{want!r}. Divide each row's max by its min, skipping machines that did not run it.")
+            return not_yet(
+                f"on machines {list(t.columns)}{gap} you named {got!r}; "
+                f"the largest max/min ratio is {want!r}. "
+                "Divide each row's max by its min, skipping machines that did not run it."
+            )
         answers.append(want)
     best = _most_varied(speedups)
-    return correct(f"{best!r} varies most: from {speedups.loc[best].min():.2f}x to {speedups.loc[best].max():.2f}x; "
-                   f"without {speedups.columns[0]} it is {answers[1]!r}; with {speedups.columns[0]}'s {gap_row} "
-                   f"missing (NaN) it is {answers[-1]!r}.")
+    return correct(
+        f"{best!r} varies most: from {speedups.loc[best].min():.2f}x "
+        f"to {speedups.loc[best].max():.2f}x; without {speedups.columns[0]} it is {answers[1]!r}; "
+        f"with {speedups.columns[0]}'s {gap_row} missing (NaN) it is {answers[-1]!r}."
+    )

@@ -1,7 +1,7 @@
 """Execute and save the workbook's notebooks, and check the saved copies' hygiene.
 
-    python -m helpers.nbtools execute notebooks/*.ipynb   # fresh kernel each, then save
-    python -m helpers.nbtools check notebooks/*.ipynb     # what tests/test_saved_notebooks.py checks
+    python -m helpers.nbtools execute notebooks/*.ipynb  # fresh kernel each, then save
+    python -m helpers.nbtools check notebooks/*.ipynb    # what tests/test_saved_notebooks.py checks
 
 A notebook is saved only when it ran top to bottom without an unexpected error; stderr outputs
 (TensorFlow's C++ log lines, which nbval never sees) are stripped first, and the file is replaced
@@ -88,7 +88,8 @@ def strip_stderr(nb: Any) -> int:
         if cell.get("cell_type") != "code":
             continue
         kept = [
-            o for o in cell.get("outputs", [])
+            o
+            for o in cell.get("outputs", [])
             if not (o.get("output_type") == "stream" and o.get("name") == "stderr")
         ]
         removed += len(cell.get("outputs", [])) - len(kept)
@@ -101,19 +102,31 @@ def problems(nb: Any) -> list[str]:
     cells not run in order in one fresh kernel."""
     found: list[str] = []
     cells = nb.get("cells", [])
-    if not cells or cells[0].get("cell_type") != "markdown" or not source(cells[0]).startswith("# "):
+    if (
+        not cells
+        or cells[0].get("cell_type") != "markdown"
+        or not source(cells[0]).startswith("# ")
+    ):
         found.append("the first cell is not a markdown '# Title'")
     code = [c for c in cells if c.get("cell_type") == "code"]
     counts = [c.get("execution_count") for c in code]
     if counts != list(range(1, len(code) + 1)):
         found.append("not saved from one fresh run top to bottom (execution counts are not 1..N)")
     for i, cell in enumerate(cells):
-        if RAISES in source(cell) and "raises-exception" not in cell.get("metadata", {}).get("tags", []):
-            found.append(f"cell {i}: expects an error but has no raises-exception tag (Run All would stop there)")
+        if RAISES in source(cell) and "raises-exception" not in cell.get("metadata", {}).get(
+            "tags", []
+        ):
+            found.append(
+                f"cell {i}: expects an error but has no raises-exception tag "
+                "(Run All would stop there)"
+            )
         for output in cell.get("outputs", []):
             kind = output.get("output_type")
             if kind == "error" and not expects_error(cell):
-                found.append(f"cell {i}: unexpected error {output.get('ename')}: {output.get('evalue', '')[:100]}")
+                found.append(
+                    f"cell {i}: unexpected error {output.get('ename')}: "
+                    f"{output.get('evalue', '')[:100]}"
+                )
             if kind == "stream" and output.get("name") == "stderr":
                 found.append(f"cell {i}: a stderr output is saved (strip it)")
             match = MACHINE_PATH.search(output_text(output))
@@ -149,8 +162,14 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
         raise ValueError(f"not a notebook file: {path}")
     nb = nbformat.read(path, as_version=4)
     wanted = nb.metadata.get("kernelspec", {}).get("name", kernel_name)
-    if wanted != kernel_name:  # run on kernel_name, and say so: the saved notebook keeps its own kernelspec
-        print(f"  note: {path.name} names kernel {wanted!r}; running it on {kernel_name!r}", file=sys.stderr, flush=True)
+    if (
+        wanted != kernel_name
+    ):  # run on kernel_name, and say so: the saved notebook keeps its own kernelspec
+        print(
+            f"  note: {path.name} names kernel {wanted!r}; running it on {kernel_name!r}",
+            file=sys.stderr,
+            flush=True,
+        )
     mark_expected_errors(nb)
     client = NotebookClient(
         nb,
@@ -165,11 +184,14 @@ def execute(path: Path, timeout: int = 1800, kernel_name: str = "python3") -> fl
         client.execute(stderr=subprocess.DEVNULL)
     except Exception as exc:
         # nbclient answers Ctrl-C (SIGINT, or SIGTERM) by shutting the kernel down, then fails with
-        # DeadKernelError and an AssertionError in its cleanup; its handler leaves this future behind.
+        # DeadKernelError and an AssertionError in its cleanup; its handler leaves this future
+        # behind.
         if getattr(client, "_async_cleanup_kernel_future", None) is not None:
             raise KeyboardInterrupt(f"{path.name}: interrupted, nothing saved") from exc
         if isinstance(exc, CellTimeoutError):
-            raise RuntimeError(f"{path.name}: a cell ran past the {timeout} s timeout, nothing saved") from exc
+            raise RuntimeError(
+                f"{path.name}: a cell ran past the {timeout} s timeout, nothing saved"
+            ) from exc
         if isinstance(exc, CellExecutionError):
             raise RuntimeError(f"{path.name}: a cell failed, nothing saved:\n{exc}") from exc
         raise
@@ -191,9 +213,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     args = parser.parse_args(argv)
     if not 1 <= args.timeout <= MAX_TIMEOUT:
-        parser.error(f"--timeout must be from 1 to {MAX_TIMEOUT} seconds per cell, got {args.timeout}")
+        parser.error(
+            f"--timeout must be from 1 to {MAX_TIMEOUT} seconds per cell, got {args.timeout}"
+        )
     failures = []
-    for done, path in enumerate(args.notebooks):  # every notebook is tried; the problems are reported at the end too
+    for done, path in enumerate(
+        args.notebooks
+    ):  # every notebook is tried; the problems are reported at the end too
         try:
             if args.command == "execute":
                 print(f"executing {path} ...", flush=True)
@@ -206,15 +232,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             for item in found:
                 print(f"{path}: {item}")
         except KeyboardInterrupt:  # Ctrl-C: stop here, and say what was and was not saved
-            print(f"\ninterrupted (Ctrl-C or a stop signal) while running {path}: it was not saved; "
-                  f"{done} notebook(s) before it were handled, {len(args.notebooks) - done - 1} not started", file=sys.stderr)
+            print(
+                f"\ninterrupted (Ctrl-C or a stop signal) while running {path}: it was not saved; "
+                f"{done} notebook(s) before it were handled, "
+                f"{len(args.notebooks) - done - 1} not started",
+                file=sys.stderr,
+            )
             return 130
         except Exception as exc:  # noqa: BLE001 - one notebook's failure must not hide the others'
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            failures.append(f"{path}: {reason if isinstance(exc, RuntimeError | ValueError) else f'{type(exc).__name__}: {reason}'}")
-            print(f"  FAILED: {exc}" if args.command == "execute" else failures[-1], file=sys.stderr)
+            if not isinstance(exc, RuntimeError | ValueError):
+                reason = f"{type(exc).__name__}: {reason}"
+            failures.append(f"{path}: {reason}")
+            print(
+                f"  FAILED: {exc}" if args.command == "execute" else failures[-1], file=sys.stderr
+            )
     if failures:
-        print(f"{len(failures)} problem(s) in {len(args.notebooks)} notebook(s):\n  " + "\n  ".join(failures), file=sys.stderr)
+        print(
+            f"{len(failures)} problem(s) in {len(args.notebooks)} notebook(s):\n  "
+            + "\n  ".join(failures),
+            file=sys.stderr,
+        )
     return 1 if failures else 0
 
 

@@ -26,21 +26,42 @@ def kernels(stdout: str) -> Any:
         entry = totals.setdefault(key, [0, 0.0])
         entry[0] += 1
         entry[1] += float(fields[-1]) if re.fullmatch(r"[\d.]+", fields[-1]) else 0.0
-    rows = [{"primitive": k[0], "pass": k[1], "implementation": k[2], "dtype": k[3], "calls": int(v[0]), "total ms": round(v[1], 1)}
-            for k, v in totals.items()]
+    rows = [
+        {
+            "primitive": k[0],
+            "pass": k[1],
+            "implementation": k[2],
+            "dtype": k[3],
+            "calls": int(v[0]),
+            "total ms": round(v[1], 1),
+        }
+        for k, v in totals.items()
+    ]
     columns = ["primitive", "pass", "implementation", "dtype", "calls", "total ms"]
-    return pd.DataFrame(rows, columns=columns).sort_values("total ms", ascending=False, ignore_index=True)
+    return pd.DataFrame(rows, columns=columns).sort_values(
+        "total ms", ascending=False, ignore_index=True
+    )
 
 
 def kernel_summary(per_policy: dict[str, Any]) -> str:
-    """Per policy, the convolution rows of a ``kernels`` table as a Series ((pass, implementation, dtype) -> total ms):
-    the slowest pass and the implementation oneDNN chose for it, or that oneDNN ran none."""
+    """Per policy, the convolution rows of a ``kernels`` table as a Series ((pass,
+    implementation, dtype) -> total ms): the slowest pass and the implementation oneDNN chose
+    for it, or that oneDNN ran none."""
     lines = []
     for policy, times in per_policy.items():
         if len(times) == 0:
-            lines.append(f"{policy}: oneDNN ran no convolution (TensorFlow's own kernels did: oneDNN is off or capped)")
+            lines.append(
+                f"{policy}: oneDNN ran no convolution "
+                "(TensorFlow's own kernels did: oneDNN is off or capped)"
+            )
             continue
         (step, implementation, dtype), ms = max(times.items(), key=lambda item: item[1])
-        fallback = ", oneDNN's reference implementation (the slow fallback)" if implementation.startswith("ref") else ""
-        lines.append(f"{policy}: slowest pass {step} in {dtype} on {implementation}{fallback}: {ms:,.1f} ms")
+        fallback = (
+            ", oneDNN's reference implementation (the slow fallback)"
+            if implementation.startswith("ref")
+            else ""
+        )
+        lines.append(
+            f"{policy}: slowest pass {step} in {dtype} on {implementation}{fallback}: {ms:,.1f} ms"
+        )
     return "\n".join(lines)

@@ -36,7 +36,8 @@ TAIL_LINES = 8
 STARTUP_NOISE = re.compile(
     r"All log messages before absl::InitializeLog|port\.cc:\d+\] oneDNN custom operations|"
     r"cudart_stub\.cc|cpu_feature_guard\.cc|To enable the following instructions|cuda_platform\.cc|"
-    r"Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered")
+    r"Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered"
+)
 
 
 class ChildError(RuntimeError):
@@ -44,7 +45,9 @@ class ChildError(RuntimeError):
     its last output lines."""
 
     def __init__(self, message: str, tail: str = "") -> None:
-        super().__init__(f"{message}\n--- last lines of the child's output ---\n{tail}" if tail else message)
+        super().__init__(
+            f"{message}\n--- last lines of the child's output ---\n{tail}" if tail else message
+        )
         self.tail = tail
 
 
@@ -67,7 +70,9 @@ def emit(row: Mapping[str, Any]) -> None:
 def tail(text: str, lines: int = TAIL_LINES) -> str:
     """The last ``lines`` non-empty lines of ``text``, TensorFlow's start-up banners left out."""
     if not isinstance(text, str):
-        raise checks.BadType(f"text must be a string, got {checks._show(text)} ({type(text).__name__})")
+        raise checks.BadType(
+            f"text must be a string, got {checks._show(text)} ({type(text).__name__})"
+        )
     checks.whole_number("lines", lines, 1, maximum=100_000)
     kept = [line for line in text.splitlines() if line.strip() and not STARTUP_NOISE.search(line)]
     return "\n".join(kept[-lines:])
@@ -80,11 +85,14 @@ def parse_rows(stdout: str) -> list[dict[str, Any]]:
         if not line.startswith(ROW_MARKER):
             continue
         try:
-            row = json.loads(line[len(ROW_MARKER):])
+            row = json.loads(line[len(ROW_MARKER) :])
         except json.JSONDecodeError:
             row = None
         if not isinstance(row, dict):
-            raise ChildError(f"the child printed a result line that is not a JSON object: {line[:200]!r}", tail(stdout))
+            raise ChildError(
+                f"the child printed a result line that is not a JSON object: {line[:200]!r}",
+                tail(stdout),
+            )
         rows.append(row)
     return rows
 
@@ -99,22 +107,33 @@ _ENV_NAME = re.compile(r"[^=\0]+")
 
 def _check(args: Any, env: Any, timeout: Any, cwd: Any) -> None:
     if isinstance(args, str | bytes) or not isinstance(args, Sequence) or not args:
-        raise checks.BadType(f"args must be a non-empty list of strings (no shell), got {checks._show(args)}")
+        raise checks.BadType(
+            f"args must be a non-empty list of strings (no shell), got {checks._show(args)}"
+        )
     for arg in args:
         if not isinstance(arg, str):
-            raise checks.BadType(f"args must be a non-empty list of strings (no shell), got the item {checks._show(arg)} "
-                                 f"({type(arg).__name__}) in {checks._show(args)}")
+            raise checks.BadType(
+                "args must be a non-empty list of strings (no shell), "
+                f"got the item {checks._show(arg)} ({type(arg).__name__}) in {checks._show(args)}"
+            )
         if "\0" in arg:
             raise ValueError(f"args must not hold a NUL character, got {checks._show(arg)}")
     checks.number(0.0, MAX_TIMEOUT, "seconds", above=True)("timeout", timeout)
     if env is not None:
         if not isinstance(env, Mapping):
-            raise checks.BadType(f"env must map strings to strings, got {checks._show(env)} ({type(env).__name__})")
+            raise checks.BadType(
+                f"env must map strings to strings, got {checks._show(env)} ({type(env).__name__})"
+            )
         for key, value in env.items():
             if not isinstance(key, str) or not isinstance(value, str):
-                raise checks.BadType(f"env must map strings to strings, got {checks._show(dict(env))}")
+                raise checks.BadType(
+                    f"env must map strings to strings, got {checks._show(dict(env))}"
+                )
             if not _ENV_NAME.fullmatch(key) or "\0" in value:
-                raise ValueError(f"env names must be non-empty without '=' or NUL, values without NUL; got {key!r}")
+                raise ValueError(
+                    "env names must be non-empty without '=' or NUL, values without NUL; "
+                    f"got {key!r}"
+                )
     if cwd is not None and not Path(checks.path("cwd", cwd)).is_dir():
         raise ValueError(f"cwd must be an existing folder, got {str(cwd)!r}")
 
@@ -138,7 +157,9 @@ def _collect(child: subprocess.Popen[str], timeout: float) -> tuple[str, str, st
             return "", "", "timeout"
 
 
-def _finish(child: subprocess.Popen[str], token: str, before: set[int], inodes: set[int]) -> tuple[list[str], bool]:
+def _finish(
+    child: subprocess.Popen[str], token: str, before: set[int], inodes: set[int]
+) -> tuple[list[str], bool]:
     """End the child's group and every process it left (marked, or holding its pipes), reap
     them; return their descriptions and whether any held the pipes."""
     holding = reaper.holders(inodes) if child.stdout is not None and not child.stdout.closed else []
@@ -150,7 +171,11 @@ def _finish(child: subprocess.Popen[str], token: str, before: set[int], inodes: 
 
 
 def run(
-    args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0, cwd: str | None = None
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    cwd: str | None = None,
 ) -> ChildResult:
     """Run ``args`` (a list, no shell) with ``env`` added to this process's environment; raise
     ``ChildError`` with its last lines if it exits non-zero, dies from a signal, runs past
@@ -162,8 +187,14 @@ def run(
     token, full_env = reaper.marked_env({**os.environ, **(env or {})})
     started = time.perf_counter()
     child = subprocess.Popen(
-        list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        env=full_env, cwd=cwd, start_new_session=True,  # own group: stopped as one
+        list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        start_new_session=True,  # own group: stopped as one
     )
     inodes = reaper.pipe_inodes(child.stdout, child.stderr)
     out, err, state, left, held = "", "", "running", [], False
@@ -176,29 +207,49 @@ def run(
                 more = child.communicate(timeout=10)
                 out, err = out + (more[0] or ""), err + (more[1] or "")
     seconds = time.perf_counter() - started
-    also = (f"; it left {len(left)} background process{'es' if len(left) > 1 else ''}"
-            f"{' holding its output' if held else ''} ({'; '.join(left)}), ended too" if left else "")
+    also = (
+        f"; it left {len(left)} background process{'es' if len(left) > 1 else ''}"
+        f"{' holding its output' if held else ''} ({'; '.join(left)}), ended too"
+        if left
+        else ""
+    )
     if state == "timeout":
-        raise ChildError(f"{_name(args)} ran past its {timeout:g} s timeout and was stopped{also}", tail(err + "\n" + out))
+        raise ChildError(
+            f"{_name(args)} ran past its {timeout:g} s timeout and was stopped{also}",
+            tail(err + "\n" + out),
+        )
     if child.returncode != 0:
-        how = (f"was killed by {signal.Signals(-child.returncode).name}" if child.returncode < 0
-               else f"failed with exit code {child.returncode}")
+        how = (
+            f"was killed by {signal.Signals(-child.returncode).name}"
+            if child.returncode < 0
+            else f"failed with exit code {child.returncode}"
+        )
         raise ChildError(f"{_name(args)} {how}{also}", tail(err + "\n" + out))
     if left:
-        raise ChildError(f"{_name(args)} exited with 0 but left {len(left)} background process"
-                         f"{'es' if len(left) > 1 else ''}{' holding its output' if held else ''} "
-                         f"({'; '.join(left)}); {'they were' if len(left) > 1 else 'it was'} ended", tail(err + "\n" + out))
+        raise ChildError(
+            f"{_name(args)} exited with 0 but left {len(left)} background process"
+            f"{'es' if len(left) > 1 else ''}{' holding its output' if held else ''} "
+            f"({'; '.join(left)}); {'they were' if len(left) > 1 else 'it was'} ended",
+            tail(err + "\n" + out),
+        )
     return ChildResult(child.returncode, out, err, seconds)
 
 
 def run_rows(
-    args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 300.0, cwd: str | None = None
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300.0,
+    cwd: str | None = None,
 ) -> list[dict[str, Any]]:
     """``run`` then ``parse_rows``; a child that exits cleanly but emits no row is an error too."""
     result = run(args, env=env, timeout=timeout, cwd=cwd)
     rows = parse_rows(result.stdout)
     if not rows:
-        raise ChildError(f"{_name(args)} finished but reported no result rows", tail(result.stderr + "\n" + result.stdout))
+        raise ChildError(
+            f"{_name(args)} finished but reported no result rows",
+            tail(result.stderr + "\n" + result.stdout),
+        )
     return rows
 
 
@@ -206,9 +257,13 @@ def run_rows(
 def programs(sources: Mapping[str, str], prefix: str = "workbook-") -> Iterator[dict[str, Path]]:
     """Each of ``sources`` (file name -> program text) written to a new temporary folder for the
     block: ``{name: path}``. The folder is removed after the block, also on an error or Ctrl-C."""
-    if not sources or not all(isinstance(n, str) and n.endswith(".py") and "/" not in n and isinstance(t, str)
-                              for n, t in sources.items()):
-        raise ValueError(f"sources must map file names ending in .py to program text, got {list(sources)!r}")
+    if not sources or not all(
+        isinstance(n, str) and n.endswith(".py") and "/" not in n and isinstance(t, str)
+        for n, t in sources.items()
+    ):
+        raise ValueError(
+            f"sources must map file names ending in .py to program text, got {list(sources)!r}"
+        )
     with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         paths = {name: Path(folder) / name for name in sources}
         for name, text in sources.items():
@@ -219,10 +274,14 @@ def programs(sources: Mapping[str, str], prefix: str = "workbook-") -> Iterator[
 def python_module(module: str, *args: str) -> list[str]:
     """The argument list that runs ``python -m module args...`` with this interpreter."""
     if not isinstance(module, str):
-        raise checks.BadType(f"module must be a dotted module name such as 'helpers.bench', got {checks._show(module)} "
-                             f"({type(module).__name__})")
+        raise checks.BadType(
+            "module must be a dotted module name such as 'helpers.bench', "
+            f"got {checks._show(module)} ({type(module).__name__})"
+        )
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module):
-        raise ValueError(f"module must be a dotted module name such as 'helpers.bench', got {module!r}")
+        raise ValueError(
+            f"module must be a dotted module name such as 'helpers.bench', got {module!r}"
+        )
     if not all(isinstance(a, str) for a in args):
         raise checks.BadType(f"args must be strings, got {checks._show(args)}")
     return [sys.executable, "-m", module, *args]

@@ -39,7 +39,9 @@ def become_subreaper() -> bool:
         _subreaper = False
         if sys.platform.startswith("linux"):
             with contextlib.suppress(OSError, AttributeError):
-                _subreaper = ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+                _subreaper = (
+                    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+                )
     return _subreaper
 
 
@@ -75,8 +77,11 @@ def outlived(before: set[int], grace: float = 5.0) -> set[int]:
 
 
 def _candidates() -> Iterable[psutil.Process]:
-    # With the subreaper on, every orphan of a child is re-parented here; without it, look everywhere.
-    return psutil.Process().children(recursive=True) if become_subreaper() else psutil.process_iter()
+    # With the subreaper on, every orphan of a child is re-parented here; without it, look
+    # everywhere.
+    return (
+        psutil.Process().children(recursive=True) if become_subreaper() else psutil.process_iter()
+    )
 
 
 def marked(token: str, exclude: Iterable[int] = ()) -> list[psutil.Process]:
@@ -110,8 +115,11 @@ def left_behind(token: str, before: set[int], exclude: Iterable[int] = ()) -> li
         with contextlib.suppress(psutil.Error):
             mark = process.environ().get(MARK)
             if token in (mark or "").split(":") or (
-                    mark is None and process.pid in direct and process.pid not in before
-                    and process.status() != psutil.STATUS_ZOMBIE):
+                mark is None
+                and process.pid in direct
+                and process.pid not in before
+                and process.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(process)
     return found
 
@@ -145,8 +153,11 @@ def describe(process: psutil.Process) -> str:
 
 
 @checks.arguments(grace=checks.number(0.0, 3600.0, "seconds"))
-def end(processes: Iterable[psutil.Process], popens: Iterable[subprocess.Popen[Any]] = (),
-        grace: float = GRACE) -> None:
+def end(
+    processes: Iterable[psutil.Process],
+    popens: Iterable[subprocess.Popen[Any]] = (),
+    grace: float = GRACE,
+) -> None:
     """SIGTERM ``processes`` and the process groups led by ``popens`` (started with their own
     session); SIGKILL what is left after ``grace`` seconds; reap everything (``popens`` through
     ``Popen``, so that their exit codes stay right)."""
@@ -168,7 +179,9 @@ def end(processes: Iterable[psutil.Process], popens: Iterable[subprocess.Popen[A
     psutil.wait_procs(alive, timeout=10)
 
 
-def _signal(popens: list[subprocess.Popen[Any]], processes: list[psutil.Process], signum: int) -> None:
+def _signal(
+    popens: list[subprocess.Popen[Any]], processes: list[psutil.Process], signum: int
+) -> None:
     for child in popens:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signum)  # the group outlives its leader while members remain

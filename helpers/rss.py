@@ -35,7 +35,9 @@ class PeakRSS:
     def __init__(self, interval: float = 0.002) -> None:
         from helpers import checks
 
-        self.interval = checks.number(0.0, 60.0, "seconds between samples", above=True)("interval", interval)
+        self.interval = checks.number(0.0, 60.0, "seconds between samples", above=True)(
+            "interval", interval
+        )
         self.base = self.peak = self.end = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -2,7 +2,8 @@
 are; nothing is executed) and the README as static HTML with full-text search and a copy button
 on every code cell, readable offline.
 
-    python -m helpers.site               # make site: writes _site/ (git-ignored), then open _site/index.html
+    python -m helpers.site               # make site: writes _site/ (git-ignored),
+                                         # then open _site/index.html
     python -m helpers.site --out DIR
 
 Sphinx with myst-nb renders the notebooks (site/conf.py). Before that, each notebook is staged
@@ -28,8 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "site"
 DEFAULT_OUT = ROOT / "_site"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-WIDGET_NOTE = ("*A live widget: in JupyterLab (`make lab`) this cell draws controls to rerun the measurement "
-               "with other settings. The figure and table above are the saved run.*")
+WIDGET_NOTE = (
+    "*A live widget: in JupyterLab (`make lab`) this cell draws controls to rerun the measurement "
+    "with other settings. The figure and table above are the saved run.*"
+)
 REMOTE = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["'](?:https?:)?//""", re.I)
 
 
@@ -54,18 +57,38 @@ def stage_notebook(nb: dict[str, Any], name: str) -> dict[str, Any]:
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             lines = _text(cell).splitlines()
-            cell["source"] = "\n".join(line for line in lines if not line.lstrip().startswith("# NBVAL_"))
+            cell["source"] = "\n".join(
+                line for line in lines if not line.lstrip().startswith("# NBVAL_")
+            )
             if any(WIDGET_MIME in out.get("data", {}) for out in cell.get("outputs", [])):
-                cell["outputs"] = [{"output_type": "display_data", "metadata": {}, "data": {"text/markdown": WIDGET_NOTE}}]
+                cell["outputs"] = [
+                    {
+                        "output_type": "display_data",
+                        "metadata": {},
+                        "data": {"text/markdown": WIDGET_NOTE},
+                    }
+                ]
         cells.append(cell)
-    summary = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
-                    and re.search(r"^## Summary", _text(c), re.M)), None)
+    summary = next(
+        (
+            i
+            for i, c in enumerate(cells)
+            if c["cell_type"] == "markdown" and re.search(r"^## Summary", _text(c), re.M)
+        ),
+        None,
+    )
     if summary is not None:
-        idiom = next((i for i in range(len(cells) - 1, summary, -1) if cells[i]["cell_type"] == "code"), None)
+        idiom = next(
+            (i for i in range(len(cells) - 1, summary, -1) if cells[i]["cell_type"] == "code"), None
+        )
         if idiom is not None:
-            cells.insert(idiom, _markdown("### Copy this\n\nThe Summary's idiom, run in the saved notebook:"))
-    run = (f"*Run this notebook*: from the repository, `make lab`, then open `notebooks/{name}`; "
-           f"or {{download}}`download it <{name}>`.")
+            cells.insert(
+                idiom, _markdown("### Copy this\n\nThe Summary's idiom, run in the saved notebook:")
+            )
+    run = (
+        f"*Run this notebook*: from the repository, `make lab`, then open `notebooks/{name}`; "
+        f"or {{download}}`download it <{name}>`."
+    )
     title = next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"), 0)
     cells.insert(title + 1, _markdown(run))
     nb["cells"] = cells
@@ -77,35 +100,63 @@ def stage(dest: Path, notebooks: list[Path]) -> None:
     (dest / "notebooks").mkdir(parents=True)
     shutil.copy(CONF / "index.md", dest / "index.md")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    # Files outside the site (CONTRIBUTING.md, LICENSE, Makefile ...) are linked on the code host, not here.
-    readme = re.sub(r"\[([^\]]+)\]\((?!https?:|notebooks/|#)([^)]+)\)", r"\1 (`\2` in the repository)", readme)
+    # Files outside the site (CONTRIBUTING.md, LICENSE, Makefile ...) are linked on the code host,
+    # not here.
+    readme = re.sub(
+        r"\[([^\]]+)\]\((?!https?:|notebooks/|#)([^)]+)\)", r"\1 (`\2` in the repository)", readme
+    )
     (dest / "README.md").write_text(readme, encoding="utf-8")
     for path in notebooks:
         nb = json.loads(path.read_text(encoding="utf-8"))
-        (dest / "notebooks" / path.name).write_text(json.dumps(stage_notebook(nb, path.name)), encoding="utf-8")
+        (dest / "notebooks" / path.name).write_text(
+            json.dumps(stage_notebook(nb, path.name)), encoding="utf-8"
+        )
 
 
 def remote_references(out: Path) -> list[str]:
     """Pages of the built site that load a script, style or image from another host."""
-    return [f"{p.relative_to(out)}: {m.group(0)[:80]}" for p in sorted(out.rglob("*.html"))
-            for m in REMOTE.finditer(p.read_text(encoding="utf-8", errors="replace"))]
+    return [
+        f"{p.relative_to(out)}: {m.group(0)[:80]}"
+        for p in sorted(out.rglob("*.html"))
+        for m in REMOTE.finditer(p.read_text(encoding="utf-8", errors="replace"))
+    ]
 
 
 def build(out: Path = DEFAULT_OUT, notebooks: list[Path] | None = None) -> Path:
     """Stage and build the site into ``out`` (replaced); refuse a site that needs the network."""
     out = Path(out).resolve()
-    if out == ROOT or ROOT.is_relative_to(out) or out in (ROOT / "notebooks", ROOT / "helpers", ROOT / "site"):
+    if (
+        out == ROOT
+        or ROOT.is_relative_to(out)
+        or out in (ROOT / "notebooks", ROOT / "helpers", ROOT / "site")
+    ):
         raise SiteError(f"refusing to replace {out}: give --out a folder of its own, such as _site")
     if out.exists() and not out.is_dir():
         raise SiteError(f"{out} is a file; --out must be a folder")
-    notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if notebooks is None else notebooks
+    notebooks = (
+        sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if notebooks is None else notebooks
+    )
     if not notebooks:
         raise SiteError("no notebooks to render in notebooks/")
     with tempfile.TemporaryDirectory(prefix="workbook-site-") as tmp:
         source, built = Path(tmp) / "src", Path(tmp) / "html"
         stage(source, notebooks)
-        done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(CONF), str(source), str(built)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sphinx",
+                "-b",
+                "html",
+                "-q",
+                "-c",
+                str(CONF),
+                str(source),
+                str(built),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise SiteError(f"sphinx-build failed:\n{(done.stderr or done.stdout)[-3000:]}")
         remote = remote_references(built)
@@ -132,8 +183,15 @@ def _check_out(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.site", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="the folder to write (replaced); default _site/")
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.site", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="the folder to write (replaced); default _site/",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
@@ -142,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     except (SiteError, OSError) as exc:
         print(f"make site: {exc}", file=sys.stderr)
         return 1
-    print(f"built {out} in {time.perf_counter() - started:.0f} s; open {out / 'index.html'} "
-          f"(or: .venv/bin/python -m http.server -d {out} -b 127.0.0.1 8000)")
+    print(
+        f"built {out} in {time.perf_counter() - started:.0f} s; open {out / 'index.html'} "
+        f"(or: .venv/bin/python -m http.server -d {out} -b 127.0.0.1 8000)"
+    )
     return 0
 
 

@@ -3,92 +3,30 @@
 ``measure`` times one callable; ``compare`` times several interleaved on the same inputs and
 returns a pandas table with each variant's median, spread and speed-up against a baseline.
 Give ``items`` (images, examples, batches per call) to get throughput in items per second.
+What the timings say (``Timing``, the table, ``format_seconds``, ``span``) is in ``timing_stats``
+and re-exported here.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from helpers import checks
+from helpers.timing_stats import Timing, comparison_table
+
+# Re-exported: notebooks 00, 01 and 08 call timing.format_seconds; topics call timing.span.
+from helpers.timing_stats import format_seconds as format_seconds
+from helpers.timing_stats import span as span
 
 ProgressFn = Callable[[int, int], None]
 T = TypeVar("T")
-MAX_REPEATS, MAX_MIN_TIME = 1_000_000, 3600.0  # timed calls of one variant; seconds (inf would never stop)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """The seconds each timed call took, with the statistics the workbook reports."""
-
-    label: str
-    seconds: tuple[float, ...]
-    items: int | None = None
-
-    @property
-    def count(self) -> int:
-        return len(self.seconds)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-    @property
-    def minimum(self) -> float:
-        return min(self.seconds)
-
-    @property
-    def maximum(self) -> float:
-        return max(self.seconds)
-
-    @property
-    def q1(self) -> float:
-        return _quantile(self.seconds, 0.25)
-
-    @property
-    def q3(self) -> float:
-        return _quantile(self.seconds, 0.75)
-
-    @property
-    def iqr(self) -> float:
-        return self.q3 - self.q1
-
-    @property
-    def throughput(self) -> float | None:
-        """Items per second at the median, when ``items`` was given."""
-        return None if self.items is None else self.items / self.median
-
-    def __str__(self) -> str:
-        text = (
-            f"{self.label}: median {format_seconds(self.median)} "
-            f"(IQR {format_seconds(self.q1)}-{format_seconds(self.q3)}, "
-            f"min {format_seconds(self.minimum)}, n={self.count})"
-        )
-        if self.throughput is not None:
-            text += f", {self.throughput:,.0f} items/s"
-        return text
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default), exact for one value."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def format_seconds(seconds: float) -> str:
-    """Format a duration with a readable unit: ``1.23 s``, ``4.56 ms``, ``7.8 µs``."""
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
+MAX_REPEATS, MAX_MIN_TIME = (
+    1_000_000,
+    3600.0,
+)  # timed calls of one variant; seconds (inf would never stop)
 
 
 def force(result: Any) -> Any:
@@ -135,7 +73,9 @@ def _check_callable(name: str, fn: Any) -> None:
         raise TypeError(f"variant {name!r} must be callable, got {type(fn).__name__}: {fn!r}")
 
 
-def _check_counts(warmup: int, repeats: int, min_time: float, items: int | None, max_repeats: int) -> None:
+def _check_counts(
+    warmup: int, repeats: int, min_time: float, items: int | None, max_repeats: int
+) -> None:
     checks.whole_number("repeats", repeats, 1, "", MAX_REPEATS)
     checks.whole_number("warmup", warmup, 0, "", MAX_REPEATS)
     checks.whole_number("max_repeats", max_repeats, 1, "", MAX_REPEATS)
@@ -216,7 +156,10 @@ def compare(
     for name, fn in variants.items():
         _check_callable(name, fn)
     if before_each is not None and not callable(before_each):
-        raise TypeError(f"before_each must be callable or None, got {type(before_each).__name__}: {before_each!r}")
+        raise TypeError(
+            "before_each must be callable or None, "
+            f"got {type(before_each).__name__}: {before_each!r}"
+        )
     _check_counts(warmup, repeats, min_time, items, max_repeats)
     names = list(variants)
     baseline = names[0] if baseline is None else baseline
@@ -244,42 +187,3 @@ def compare(
 
     timings = {name: Timing(name, tuple(s), items) for name, s in seconds.items()}
     return comparison_table(timings, baseline)
-
-
-def comparison_table(timings: Mapping[str, Timing], baseline: str) -> Any:
-    """Build ``compare``'s table from timings already taken (baseline row first)."""
-    import pandas as pd
-
-    if baseline not in timings:
-        raise ValueError(f"baseline {baseline!r} is not one of {list(timings)}")
-    base = timings[baseline]
-    rows = []
-    for name, t in timings.items():
-        row = {"variant": name, "median_s": t.median, "min_s": t.minimum, "max_s": t.maximum,
-               "q1_s": t.q1, "q3_s": t.q3, "repeats": t.count,
-               "speedup": _ratio(base.median, t.median),
-               "speedup_low": _ratio(base.q1, t.q3), "speedup_high": _ratio(base.q3, t.q1)}
-        if t.items is not None:
-            row["items_per_s"] = t.items / t.median
-        rows.append(row)
-    table = pd.DataFrame(rows).set_index("variant")
-    table.attrs["baseline"] = baseline
-    table.attrs["timings"] = dict(timings)
-    return table
-
-
-def _ratio(a: float, b: float) -> float:
-    """a / b, with inf (or nan for 0/0) where the clock could not resolve b."""
-    if b > 0:
-        return a / b
-    return math.nan if a == 0 else math.inf
-
-
-def span(text: Any) -> tuple[float, float] | tuple[None, None]:
-    """A table's ``"low-high"`` cell (``"1.56-1.91"``, ``"310-402"``) as two numbers; anything
-    else (an empty cell, a skipped row's NaN) as ``(None, None)``."""
-    try:
-        low, high = str(text).split("-")
-        return float(low), float(high)
-    except ValueError:
-        return None, None

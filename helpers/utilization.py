@@ -42,7 +42,9 @@ class UtilizationSampler:
         while not self._stop.wait(self.interval):
             self.cpu.append(psutil.cpu_percent(percpu=True))
             if self._nvml is not None and self.gpu is not None:
-                self.gpu.append(float(self._nvml[0].nvmlDeviceGetUtilizationRates(self._nvml[1]).gpu))
+                self.gpu.append(
+                    float(self._nvml[0].nvmlDeviceGetUtilizationRates(self._nvml[1]).gpu)
+                )
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()

@@ -29,8 +29,12 @@ def ratio(table: Any, variant: str, baseline: str | None = None) -> tuple[float,
         row = table.loc[variant]
         return row["speedup"], row["speedup_low"], row["speedup_high"], int(row["repeats"])
     base, var = table.loc[baseline], table.loc[variant]
-    return (_div(base["median_s"], var["median_s"]), _div(base["q1_s"], var["q3_s"]),
-            _div(base["q3_s"], var["q1_s"]), int(min(base["repeats"], var["repeats"])))
+    return (
+        _div(base["median_s"], var["median_s"]),
+        _div(base["q1_s"], var["q3_s"]),
+        _div(base["q3_s"], var["q1_s"]),
+        int(min(base["repeats"], var["repeats"])),
+    )
 
 
 def _div(a: float, b: float) -> float:
@@ -45,14 +49,20 @@ MIN_EFFECT = 0.03
 
 
 def _outcome(low: float, high: float, speedup: float = 1.0) -> str:
-    """"faster", "slower" or "no clear difference", from the speed-up's quartile range and median."""
+    """ "faster", "slower" or "no clear difference", from the speed-up's quartile range and
+    median."""
     if low <= 1.0 <= high or abs(speedup - 1.0) < MIN_EFFECT:
         return "no clear difference"
     return "faster" if low > 1.0 else "slower"
 
 
-def verdict(table: Any, variant: str | None = None, baseline: str | None = None,
-            expect: str | None = None, why: str = "") -> str:
+def verdict(
+    table: Any,
+    variant: str | None = None,
+    baseline: str | None = None,
+    expect: str | None = None,
+    why: str = "",
+) -> str:
     """One line: how ``variant`` (the fastest other row by default) compares with ``baseline``,
     with its spread; with ``expect``, whether the direction the notebook leads the reader to
     expect on this machine held (``why``: what decided that expectation, such as CPU features)."""
@@ -62,26 +72,40 @@ def verdict(table: Any, variant: str | None = None, baseline: str | None = None,
     others = [name for name in table.index if name != base_name]
     if not others:
         row = table.loc[base_name]
-        return f"{base_name}: median {timing.format_seconds(row['median_s'])} over {int(row['repeats'])} runs."
+        return (
+            f"{base_name}: median {timing.format_seconds(row['median_s'])} "
+            f"over {int(row['repeats'])} runs."
+        )
     if variant is None:
         variant = max(others, key=lambda name: ratio(table, name, base_name)[0])
     speedup, low, high, repeats = ratio(table, variant, base_name)
     if not all(math.isfinite(v) and v > 0 for v in (low, high, speedup)):
-        return f"{variant} vs {base_name}: some calls were too fast for the clock to time; use a bigger workload."
+        return (
+            f"{variant} vs {base_name}: some calls were too fast for the clock to time; "
+            "use a bigger workload."
+        )
     spread = f"quartile ratios {low:.2f}-{high:.2f}x, {repeats} runs each"
     seen = _outcome(low, high, speedup)
     if seen == "no clear difference":
-        why_not = "the runs overlap" if low <= 1.0 <= high else f"within {MIN_EFFECT:.0%} at the median"
-        line = (f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread}); "
-                f"{why_not}, so rerun with more repeats before drawing a conclusion.")
+        why_not = (
+            "the runs overlap" if low <= 1.0 <= high else f"within {MIN_EFFECT:.0%} at the median"
+        )
+        line = (
+            f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread}); "
+            f"{why_not}, so rerun with more repeats before drawing a conclusion."
+        )
     elif seen == "faster":
         line = f"{variant} is {speedup:.2f}x faster than {base_name} ({spread})."
     else:  # the spread as slow-downs too, so that both ends read the same way as the median
-        line = f"{variant} is {1 / speedup:.2f}x slower than {base_name} (quartile ratios {1 / high:.2f}-{1 / low:.2f}x, {repeats} runs each)."
+        line = (
+            f"{variant} is {1 / speedup:.2f}x slower than {base_name} "
+            f"(quartile ratios {1 / high:.2f}-{1 / low:.2f}x, {repeats} runs each)."
+        )
     if expect is None:
         return line
     if seen == "no clear difference" and (expect == seen or expect.startswith("not ")):
-        line = f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread})."  # no rerun needed
+        # no rerun needed
+        line = f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread})."
     because = f" ({why})" if why else ""
     if seen == expect or (expect.startswith("not ") and seen != expect[4:]):
         held = "as expected"
@@ -89,12 +113,19 @@ def verdict(table: Any, variant: str | None = None, baseline: str | None = None,
         held = "not shown in this run"
     else:
         held = "not what this machine was expected to show: see the conditions in the text"
-    wanted = "no clear difference" if expect == "no clear difference" else f"{variant} {expect} than {base_name}"
+    wanted = (
+        "no clear difference"
+        if expect == "no clear difference"
+        else f"{variant} {expect} than {base_name}"
+    )
     return f"{line} Expected here: {wanted}{because}; {held}."
 
 
 def verdict_of(timings: Any, variant: str, baseline: str, **kwargs: Any) -> str:
     """``verdict`` for two of a mapping of ``timing.Timing`` (name -> Timing), such as the
     ``timings`` a table keeps in its attrs: the line for a table that shows no spread itself."""
-    return verdict(timing.comparison_table({baseline: timings[baseline], variant: timings[variant]}, baseline),
-                   variant, **kwargs)
+    return verdict(
+        timing.comparison_table({baseline: timings[baseline], variant: timings[variant]}, baseline),
+        variant,
+        **kwargs,
+    )

@@ -3,20 +3,21 @@
 ``show(table)`` puts a bar chart of medians with their spread, the table and a verdict line
 into the saved notebook. ``ComparisonWidget`` reruns the same comparison live with other
 settings. The widget writes only through ``Output.append_*`` (never ``with out:``), which
-behaves the same under JupyterLab, nbconvert and nbval.
+behaves the same under JupyterLab, nbconvert and nbval; its base, ``RunWidget`` (controls, Run
+button, progress bar and output area), is in ``widgets_base``.
 """
 
 from __future__ import annotations
 
 import io
 import textwrap
-import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from helpers import timing, verdicts
 from helpers.checks import flag, whole_number
 from helpers.timing import ProgressFn
+from helpers.widgets_base import RunWidget
 
 UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6}  # what a figure's axis can show
 
@@ -65,7 +66,8 @@ def set_title(ax: Any, title: str, width: int = 64) -> None:
 
 
 def png(fig: Any) -> bytes:
-    """Render a matplotlib figure to PNG bytes, stamped with the machine that made it (``stamp``)."""
+    """Render a matplotlib figure to PNG bytes, stamped with the machine that made it
+    (``stamp``)."""
     from helpers import stamp
 
     stamp.on_figure(fig)
@@ -89,7 +91,9 @@ def display_table(table: Any) -> Any:
     shown = shown.rename(columns=columns)
     shown["speedup"] = [
         f"{s:.2f}x ({lo:.2f}-{hi:.2f})"
-        for s, lo, hi in zip(table["speedup"], table["speedup_low"], table["speedup_high"], strict=True)
+        for s, lo, hi in zip(
+            table["speedup"], table["speedup_low"], table["speedup_high"], strict=True
+        )
     ]
     shown = shown.drop(columns=["speedup_low", "speedup_high"])
     if "items_per_s" in shown.columns:
@@ -106,7 +110,9 @@ def show_figure(fig: Any) -> None:
     display(Image(data=png(fig)))
 
 
-def show(table: Any, title: str = "", unit: str = "ms", verdict: bool = True, **reading: Any) -> None:
+def show(
+    table: Any, title: str = "", unit: str = "ms", verdict: bool = True, **reading: Any
+) -> None:
     """Display the static figure, the table and the verdict for the saved notebook (``reading``:
     ``verdicts.verdict``'s variant, baseline, expect and why; ``verdict=False`` when the cell
     prints its own lines, one per row)."""
@@ -120,85 +126,12 @@ def show(table: Any, title: str = "", unit: str = "ms", verdict: bool = True, **
         print(verdicts.verdict(table, **reading))
 
 
-class RunWidget:
-    """Parameter controls, a Run button, a progress bar and an output area.
-
-    Subclasses say what a run computes (``compute``) and how its result is shown (``render``,
-    which returns displayable objects and a one-line verdict). ``controls`` maps each
-    parameter name to an ipywidget or to a list of choices (a dropdown; ``(label, value)``
-    pairs show the label and pass the value).
-    """
-
-    def __init__(self, controls: Mapping[str, Any] | None = None, *, title: str = "") -> None:
-        import ipywidgets as W
-
-        self.title = title
-        self.controls = {name: _control(name, spec) for name, spec in (controls or {}).items()}
-        self.button = W.Button(description="Run", button_style="primary", icon="play")
-        self.progress = W.IntProgress(value=0, min=0, max=1, description="idle")
-        self.out = W.Output()
-        self.last: Any = None
-        self.button.on_click(lambda _: self.run())
-
-    def layout(self) -> Any:
-        """The widget tree: controls, then the Run button and progress bar, then the output."""
-        import ipywidgets as W
-
-        rows = [*self.controls.values(), W.HBox([self.button, self.progress])]
-        return W.VBox([*rows, self.out])
-
-    def params(self) -> dict[str, Any]:
-        """The current value of every control."""
-        return {name: control.value for name, control in self.controls.items()}
-
-    def compute(self, params: dict[str, Any], on_progress: ProgressFn) -> Any:
-        """Run the measurement for ``params``; report progress through ``on_progress``."""
-        raise NotImplementedError
-
-    def render(self, result: Any, title: str) -> tuple[list[Any], str]:
-        """The objects to display for ``result`` and its one-line verdict."""
-        raise NotImplementedError
-
-    def run(self) -> Any:
-        """Run with the current settings and show the result; return it (None on failure)."""
-        self.button.disabled = True
-        self.progress.value, self.progress.max = 0, 1
-        self.progress.description = "running"
-        self.out.outputs = ()  # clear_output() only works with a front end attached
-        try:
-            params = self.params()
-            result = self.compute(params, self._on_progress)
-            settings = ", ".join(f"{k}={v}" for k, v in params.items())
-            shown, verdict = self.render(result, f"{self.title} ({settings})" if settings else self.title)
-        except Exception as exc:  # show the learner what went wrong, keep the widget usable
-            self.out.append_stderr(f"Run failed: {type(exc).__name__}: {exc}\n")
-            self.out.append_stderr("".join(traceback.format_exception(exc)[-3:]))
-            self.progress.description = "failed"
-            return None
-        finally:
-            self.button.disabled = False
-        for item in shown:
-            self.out.append_display_data(item)
-        self.out.append_stdout(verdict + "\n")
-        self.progress.description = "done"
-        self.last = result
-        return result
-
-    def _on_progress(self, done: int, total: int) -> None:
-        self.progress.max = max(total, 1)
-        self.progress.value = done
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.layout())
-
-
 class ComparisonWidget(RunWidget):
     """Rerun a timing comparison live: ``make_variants(**params)`` builds the dict of variants
     from the control values; the result is a chart of medians with spread, the table and the
-    verdict. ``items(**params)``, when given, turns times into throughput; ``before_each(**params)``,
-    when given, returns ``timing.compare``'s ``before_each`` hook for that run (or None)."""
+    verdict. ``items(**params)``, when given, turns times into throughput;
+    ``before_each(**params)``, when given, returns ``timing.compare``'s ``before_each`` hook for
+    that run (or None)."""
 
     def __init__(
         self,
@@ -217,18 +150,30 @@ class ComparisonWidget(RunWidget):
 
         if not callable(make_variants):
             raise TypeError(f"make_variants must be callable, got {make_variants!r}")
-        whole_number("repeats", repeats, 1, "", 10_000), whole_number("warmup", warmup, 0, "", 10_000)
+        (
+            whole_number("repeats", repeats, 1, "", 10_000),
+            whole_number("warmup", warmup, 0, "", 10_000),
+        )
         if unit not in UNITS:  # refused now, not after Run has timed everything
             raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
         if before_each is not None and not callable(before_each):
             raise TypeError(f"before_each must be callable or None, got {before_each!r}")
         if baseline is not None and not isinstance(baseline, str):
-            raise TypeError(f"baseline must be the name of a variant (text) or None, got {baseline!r}")
+            raise TypeError(
+                f"baseline must be the name of a variant (text) or None, got {baseline!r}"
+            )
         super().__init__(controls, title=title)
         self.make_variants, self.baseline, self.warmup, self.items, self.unit, self.before_each = (
-            make_variants, baseline, warmup, items, unit, before_each,
+            make_variants,
+            baseline,
+            warmup,
+            items,
+            unit,
+            before_each,
         )
-        self.repeats = W.IntSlider(value=repeats, min=1, max=max(50, repeats), description="repeats")
+        self.repeats = W.IntSlider(
+            value=repeats, min=1, max=max(50, repeats), description="repeats"
+        )
 
     def layout(self) -> Any:
         import ipywidgets as W
@@ -250,7 +195,10 @@ class ComparisonWidget(RunWidget):
     def render(self, result: Any, title: str) -> tuple[list[Any], str]:
         from IPython.display import Image
 
-        return [Image(data=png(figure(result, title, self.unit))), display_table(result)], verdicts.verdict(result)
+        return [
+            Image(data=png(figure(result, title, self.unit))),
+            display_table(result),
+        ], verdicts.verdict(result)
 
 
 class ExperimentWidget(RunWidget):
@@ -279,21 +227,3 @@ class ExperimentWidget(RunWidget):
         from IPython.display import Image
 
         return [Image(data=png(self.plot(result, title))), result], self.summary(result)
-
-
-def _control(name: str, spec: Any) -> Any:
-    """An ipywidget for one parameter: a widget as given, or a dropdown of a list of choices."""
-    import ipywidgets as W
-
-    if isinstance(spec, W.ValueWidget):
-        if not spec.description:
-            spec.description = name
-        return spec
-    if isinstance(spec, Sequence) and not isinstance(spec, str) and len(spec) > 0:
-        options = list(spec)
-        # (label, value) pairs, as ipywidgets takes them: the first value, not the first pair
-        labelled = all(isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) for o in options)
-        return W.Dropdown(options=options, value=options[0][1] if labelled else options[0], description=name)
-    raise TypeError(
-        f"control {name!r} must be an ipywidget or a non-empty list of choices, got {spec!r}"
-    )

@@ -25,7 +25,10 @@ from helpers import checks, cli
 from helpers.deadline import Deadline
 
 USAGE_EXIT = 2  # a user error: TF_CONFIG missing or malformed
-EXAMPLE = '{"cluster": {"worker": ["host-a:2222", "host-b:2222"]}, "task": {"type": "worker", "index": 0}}'
+EXAMPLE = (
+    '{"cluster": {"worker": ["host-a:2222", "host-b:2222"]}, '
+    '"task": {"type": "worker", "index": 0}}'
+)
 
 
 def _stop(message: str, code: int) -> None:
@@ -35,19 +38,39 @@ def _stop(message: str, code: int) -> None:
 
 def _problem(config: Any) -> str | None:
     """What is wrong with a parsed TF_CONFIG, or None."""
-    if not isinstance(config, dict) or not isinstance(config.get("cluster"), dict) or not config["cluster"]:
+    if (
+        not isinstance(config, dict)
+        or not isinstance(config.get("cluster"), dict)
+        or not config["cluster"]
+    ):
         return 'it needs a "cluster" object naming each job\'s "host:port" addresses'
     for job, addresses in config["cluster"].items():
-        if not isinstance(addresses, list) or not addresses or not all(
-                isinstance(a, str) and a.rpartition(":")[2].isdigit() and 1 <= int(a.rpartition(":")[2]) <= 65535
-                for a in addresses):
-            return f'cluster job "{job}" must be a list of "host:port" addresses (port 1-65535), got {addresses!r}'
+        if (
+            not isinstance(addresses, list)
+            or not addresses
+            or not all(
+                isinstance(a, str)
+                and a.rpartition(":")[2].isdigit()
+                and 1 <= int(a.rpartition(":")[2]) <= 65535
+                for a in addresses
+            )
+        ):
+            return (
+                f'cluster job "{job}" must be a list of "host:port" addresses (port 1-65535), '
+                f"got {addresses!r}"
+            )
     task = config.get("task")
     if not isinstance(task, dict) or task.get("type") not in config["cluster"]:
-        return f'"task" must name one of the cluster\'s jobs {sorted(config["cluster"])} as "type", got {task!r}'
+        return (
+            f'"task" must name one of the cluster\'s jobs {sorted(config["cluster"])} as "type", '
+            f"got {task!r}"
+        )
     index, size = task.get("index"), len(config["cluster"][task["type"]])
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < size:
-        return f'"task" "index" must be a whole number from 0 to {size - 1} (job "{task["type"]}" has {size}), got {index!r}'
+        return (
+            f'"task" "index" must be a whole number from 0 to {size - 1} '
+            f'(job "{task["type"]}" has {size}), got {index!r}'
+        )
     return None
 
 
@@ -56,19 +79,29 @@ def task_from_tf_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     variable is missing or malformed, print one line saying what is wrong and exit 2."""
     text = (os.environ if env is None else env).get("TF_CONFIG", "")
     if not text.strip():
-        _stop(f"TF_CONFIG is not set; give each task its own, for example TF_CONFIG='{EXAMPLE}'", USAGE_EXIT)
+        _stop(
+            f"TF_CONFIG is not set; give each task its own, for example TF_CONFIG='{EXAMPLE}'",
+            USAGE_EXIT,
+        )
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
-        _stop(f"TF_CONFIG is not valid JSON: {exc.msg} at character {exc.pos}; for example TF_CONFIG='{EXAMPLE}'",
-              USAGE_EXIT)
+        _stop(
+            f"TF_CONFIG is not valid JSON: {exc.msg} at character {exc.pos}; "
+            f"for example TF_CONFIG='{EXAMPLE}'",
+            USAGE_EXIT,
+        )
     problem = _problem(config)
     if problem:
         _stop(f"TF_CONFIG: {problem}", USAGE_EXIT)
     return dict(config["task"])
 
 
-@checks.arguments(address=checks.text, seconds=checks.number(0.0, cli.DAY, hint="seconds", above=True), what=checks.text)
+@checks.arguments(
+    address=checks.text,
+    seconds=checks.number(0.0, cli.DAY, hint="seconds", above=True),
+    what=checks.text,
+)
 def wait_until_listening(address: str, seconds: float, what: str) -> None:
     """Return once something accepts connections at ``address`` ("host:port" or "grpc://host:port");
     if nothing does within ``seconds``, print one line naming ``what`` and exit 1. TensorFlow's
@@ -85,7 +118,11 @@ def wait_until_listening(address: str, seconds: float, what: str) -> None:
             return
         except OSError as exc:
             if deadline.passed:
-                _stop(f"{deadline.message(exc.strerror or str(exc))}; start it first, or check the address", 1)
+                _stop(
+                    f"{deadline.message(exc.strerror or str(exc))}; "
+                    "start it first, or check the address",
+                    1,
+                )
             deadline.pause(0.2)
 
 
@@ -102,14 +139,21 @@ if not ready:
 
 
 @contextmanager
-@checks.arguments(seconds=checks.number(0.0, cli.DAY, hint="seconds", above=True), waiting_for=checks.text)
+@checks.arguments(
+    seconds=checks.number(0.0, cli.DAY, hint="seconds", above=True), waiting_for=checks.text
+)
 def startup_deadline(seconds: float, waiting_for: str) -> Iterator[None]:
     """Run the block (the strategy's start-up); if it has not finished after ``seconds``, print
     one line naming ``waiting_for`` and end this process (SIGKILL: exit status 137 in a shell)."""
-    message = (f"{os.path.basename(sys.argv[0]) or 'worker'}: {Deadline(seconds, waiting_for).message()}; "
-               "start every task TF_CONFIG lists and check that their addresses are reachable")
-    watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(os.getpid()), str(seconds), message],
-                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    message = (
+        f"{os.path.basename(sys.argv[0]) or 'worker'}: {Deadline(seconds, waiting_for).message()}; "
+        "start every task TF_CONFIG lists and check that their addresses are reachable"
+    )
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", _WATCHER, str(os.getpid()), str(seconds), message],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         yield
     finally:
@@ -118,7 +162,8 @@ def startup_deadline(seconds: float, waiting_for: str) -> Iterator[None]:
 
 
 def short_error(exc: BaseException) -> str:
-    """``Type: first line`` of an exception a task reports, with a ``PerReplica:{...}`` dump shortened."""
+    """``Type: first line`` of an exception a task reports, with a ``PerReplica:{...}`` dump
+    shortened."""
     import re
 
     text = re.sub(r"\(PerReplica:\{.*\}\) with", "(PerReplica:{...}) with", str(exc), flags=re.S)

@@ -3,6 +3,7 @@ sequences whose class is set by which tokens they hold, batched with padding to 
 longest sequence, as text jobs are.
     .venv/bin/python -m helpers.tune jobs/sequence_model.py --budget 10m
 """
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -14,12 +15,16 @@ STEPS = 24
 
 
 def make_model():
-    return keras.Sequential([
-        keras.Input((None,), dtype="int32"),
-        keras.layers.Embedding(VOCABULARY, 64, mask_zero=True),
-        keras.layers.GRU(128),
-        keras.layers.Dense(CLASSES, activation="softmax", dtype="float32"),  # float32 for the loss
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((None,), dtype="int32"),
+            keras.layers.Embedding(VOCABULARY, 64, mask_zero=True),
+            keras.layers.GRU(128),
+            keras.layers.Dense(
+                CLASSES, activation="softmax", dtype="float32"
+            ),  # float32 for the loss
+        ]
+    )
 
 
 def make_optimizer():
@@ -32,11 +37,14 @@ def sequences():
         label = int(rng.integers(CLASSES))
         length = int(rng.integers(8, LONGEST + 1))
         tokens = rng.integers(1, VOCABULARY, length)
-        tokens[rng.random(length) < 0.3] = 1 + label  # the class's own token, in about 30 % of the places
+        tokens[rng.random(length) < 0.3] = (
+            1 + label
+        )  # the class's own token, in about 30 % of the places
         yield tokens.astype("int32"), label
 
 
 def make_dataset(batch_size):
     signature = (tf.TensorSpec([None], tf.int32), tf.TensorSpec([], tf.int64))
-    return (tf.data.Dataset.from_generator(sequences, output_signature=signature)
-            .padded_batch(batch_size, padded_shapes=([None], [])))
+    return tf.data.Dataset.from_generator(sequences, output_signature=signature).padded_batch(
+        batch_size, padded_shapes=([None], [])
+    )

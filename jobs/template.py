@@ -9,7 +9,8 @@ Required
         called inside the dtype policy a trial sets (mixed_bfloat16, say): give the layer that
         produces the loss's input dtype="float32", as Keras' mixed-precision guide does.
     make_dataset(batch_size, **DATASET_CHOICES) -> tf.data.Dataset
-        Batches of (inputs, targets) of batch_size each, for model.fit. Finite datasets are repeated.
+        Batches of (inputs, targets) of batch_size each, for model.fit. Finite datasets are
+        repeated.
 
 Optional (the defaults in brackets)
     LOSS                  anything model.compile(loss=...) takes ["sparse_categorical_crossentropy"]
@@ -20,6 +21,7 @@ Optional (the defaults in brackets)
                           your own switches, {name: [your value, an alternative, ...]}: the tuner
                           tries each alternative in turn, passing name=value to the function
 """
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -30,11 +32,15 @@ STEPS = 32
 
 
 def make_model():
-    return keras.Sequential([
-        keras.Input((32,)),
-        keras.layers.Dense(256, activation="relu"),
-        keras.layers.Dense(10, activation="softmax", dtype="float32"),  # the loss's input in float32
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((32,)),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(
+                10, activation="softmax", dtype="float32"
+            ),  # the loss's input in float32
+        ]
+    )
 
 
 def make_optimizer():
@@ -44,5 +50,11 @@ def make_optimizer():
 def make_dataset(batch_size):
     rng = np.random.default_rng(0)
     features = rng.normal(size=(4096, 32)).astype("float32")
-    labels = (features[:, 0] > 0).astype("int64") + 2 * (features[:, 1] > 0)  # learnable: 4 of the 10 classes
-    return tf.data.Dataset.from_tensor_slices((features, labels)).shuffle(4096, seed=0).batch(batch_size)
+    labels = (features[:, 0] > 0).astype("int64") + 2 * (
+        features[:, 1] > 0
+    )  # learnable: 4 of the 10 classes
+    return (
+        tf.data.Dataset.from_tensor_slices((features, labels))
+        .shuffle(4096, seed=0)
+        .batch(batch_size)
+    )

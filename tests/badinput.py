@@ -22,8 +22,14 @@ from hypothesis import strategies as st
 
 # Deterministic in CI (the same examples every run), few examples per property: each example is a
 # call into a helper, and the suite runs on two cores beside the notebooks.
-settings.register_profile("workbook", max_examples=12, deadline=None, derandomize=True, database=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "workbook",
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 settings.load_profile("workbook")
 
 SURVEY = os.environ.get("BADINPUT_SURVEY", "")
@@ -37,8 +43,10 @@ class Hang(Exception):
 @contextlib.contextmanager
 def bounded(seconds: float) -> Iterator[None]:
     """Raise ``Hang`` in this (main) thread if the block runs longer than ``seconds``."""
+
     def alarm(signum: int, frame: Any) -> None:
         raise Hang(f"no answer within {seconds:g} s")
+
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -48,8 +56,12 @@ def bounded(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def outcome(call: Callable[[], Any], arg: str, errors: tuple[type[BaseException], ...] = (),
-            seconds: float = 20.0) -> tuple[str, str]:
+def outcome(
+    call: Callable[[], Any],
+    arg: str,
+    errors: tuple[type[BaseException], ...] = (),
+    seconds: float = 20.0,
+) -> tuple[str, str]:
     """('clear' | 'obscure' | 'accepted' | 'hang', detail) for one bad input."""
     try:
         with bounded(seconds):
@@ -64,44 +76,74 @@ def outcome(call: Callable[[], Any], arg: str, errors: tuple[type[BaseException]
     return "accepted", "no error"
 
 
-def refused(module: str, arg: str, call: Callable[[], Any], value: Any = None,
-            errors: tuple[type[BaseException], ...] = (), seconds: float = 20.0) -> None:
+def refused(
+    module: str,
+    arg: str,
+    call: Callable[[], Any],
+    value: Any = None,
+    errors: tuple[type[BaseException], ...] = (),
+    seconds: float = 20.0,
+) -> None:
     """Assert ``call()`` is refused clearly, naming ``arg`` (or record it in survey mode)."""
     kind, detail = outcome(call, arg, errors, seconds)
     if SURVEY:
         with open(SURVEY, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"module": module, "arg": arg, "value": repr(value)[:80], "outcome": kind,
-                                  "detail": detail[:200]}) + "\n")
+            log.write(
+                json.dumps(
+                    {
+                        "module": module,
+                        "arg": arg,
+                        "value": repr(value)[:80],
+                        "outcome": kind,
+                        "detail": detail[:200],
+                    }
+                )
+                + "\n"
+            )
         return
     assert kind == "clear", f"{module}: {arg}={value!r} gave {kind}: {detail}"
 
 
 # --- what a learner types instead of the right value ------------------------------------------
 
+
 def not_a_flag() -> st.SearchStrategy[Any]:
     """Anything but True/False: the strings a learner means as booleans, 0/1, None."""
-    return st.one_of(st.sampled_from(["off", "no", "False", "true", "0", "", 0, 1, None, 1.0, [], "on"]),
-                     st.text(max_size=5))
+    return st.one_of(
+        st.sampled_from(["off", "no", "False", "true", "0", "", 0, 1, None, 1.0, [], "on"]),
+        st.text(max_size=5),
+    )
 
 
 def wrong_type() -> st.SearchStrategy[Any]:
     """Values of the wrong kind for a number: strings, None, lists, dicts, bytes, booleans."""
-    return st.one_of(st.text(max_size=6), st.none(), st.lists(st.integers(), max_size=2),
-                     st.dictionaries(st.text(max_size=2), st.integers(), max_size=1), st.binary(max_size=3),
-                     st.booleans())
+    return st.one_of(
+        st.text(max_size=6),
+        st.none(),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+        st.binary(max_size=3),
+        st.booleans(),
+    )
 
 
 def bad_whole(minimum: int, maximum: int) -> st.SearchStrategy[Any]:
     """Whole numbers out of ``[minimum, maximum]`` (below, huge), floats and wrong types."""
-    return st.one_of(st.integers(max_value=minimum - 1, min_value=minimum - 10**6),
-                     st.integers(min_value=maximum + 1, max_value=max(HUGE, maximum + 1)),
-                     st.floats(allow_nan=True, allow_infinity=True),
-                     wrong_type())
+    return st.one_of(
+        st.integers(max_value=minimum - 1, min_value=minimum - 10**6),
+        st.integers(min_value=maximum + 1, max_value=max(HUGE, maximum + 1)),
+        st.floats(allow_nan=True, allow_infinity=True),
+        wrong_type(),
+    )
 
 
 def bad_number(minimum: float, maximum: float) -> st.SearchStrategy[Any]:
     """Numbers out of ``[minimum, maximum]``, NaN, infinities and wrong types."""
-    return st.one_of(st.floats(max_value=minimum, exclude_max=True, allow_nan=False, min_value=-1e12),
-                     st.floats(min_value=maximum, exclude_min=True, allow_nan=False, allow_infinity=True),
-                     st.just(math.nan), st.just(math.inf), wrong_type().filter(lambda v: not isinstance(v, bool)),
-                     st.just(True))
+    return st.one_of(
+        st.floats(max_value=minimum, exclude_max=True, allow_nan=False, min_value=-1e12),
+        st.floats(min_value=maximum, exclude_min=True, allow_nan=False, allow_infinity=True),
+        st.just(math.nan),
+        st.just(math.inf),
+        wrong_type().filter(lambda v: not isinstance(v, bool)),
+        st.just(True),
+    )

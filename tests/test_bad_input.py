@@ -33,14 +33,23 @@ NOT_FUZZED = {
     "helpers.topics.cifar": "tests/test_bad_input_data.py (numbers, archives, pickles, folders)",
     "helpers.topics.tfrecords": "tests/test_bad_input_data.py (numbers, shards, manifests)",
     "helpers.topics.shard_reading": "tests/test_bad_input_data.py (numbers, the readers' inputs)",
-    "helpers.checks": "the argument checks themselves (their limits are the caller's); tests/test_checks.py",
+    "helpers.topics.cifar_download": "tests/test_bad_input_data.py (md5_of, download)",
+    "helpers.topics.tfrecords_manifest": "tests/test_bad_input_data.py (manifests)",
+    "helpers.topics.shard_reading_summaries": "tests/test_bad_input_data.py (readers)",
+    "helpers.checks": (
+        "the argument checks themselves (their limits are the caller's); tests/test_checks.py"
+    ),
 }
 
 
 def modules() -> list[str]:
     """Every helpers module (plumbing, topics, exported lessons) except ``NOT_FUZZED``."""
     found = [f"helpers.{p.stem}" for p in HELPERS.glob("[a-z]*.py")]
-    found += [f"helpers.{folder}.{p.stem}" for folder in ("topics", "lessons") for p in (HELPERS / folder).glob("[a-z]*.py")]
+    found += [
+        f"helpers.{folder}.{p.stem}"
+        for folder in ("topics", "lessons")
+        for p in (HELPERS / folder).glob("[a-z]*.py")
+    ]
     return sorted(set(found) - set(NOT_FUZZED))
 
 
@@ -48,42 +57,106 @@ MODULES = modules()
 
 #: Parameters deliberately left out, with the reason.
 EXEMPT = {
-    "helpers.timing.Timing": "a record the timing functions build, not called by learners",
-    "helpers.topics.tuning.Outcome": "a record run_trials fills, not called by learners",
-    "helpers.timing.format_seconds": "formats any number for display (inf and nan print as such)",
-    "helpers.timing.rotated:round_index": "any whole number is a valid round; it is taken modulo the length",
+    "helpers.timing_stats.Timing": "a record the timing functions build, not called by learners",
+    "helpers.topics.tuning_trials.Outcome": "a record run_trials fills, not called by learners",
+    "helpers.timing_stats.format_seconds": "formats any number for display (inf and nan as such)",
+    "helpers.timing.rotated:round_index": (
+        "any whole number is a valid round; it is taken modulo the length"
+    ),
     "helpers.widgets.set_title": "layout plumbing the widgets call",
-    "helpers.topics.memory.guard": "the guard itself; its callers' arguments are checked",
+    "helpers.topics.memory_guard.guard": "the guard itself; its callers' arguments are checked",
     "helpers.procs.ChildResult": "a record procs.run fills, not called by learners",
     "helpers.cluster.TaskResult": "a record cluster.run fills, not called by learners",
     "helpers.exercises.Feedback": "a grader's answer, built by correct() and not_yet()",
-    "helpers.gather.Result": "a record gather.read builds from a checked file (helpers/results.py)",
-    "helpers.bench.run_all": "called by bench.main with its parsed flags; the command line is tested in test_bad_input_procs",
-    "helpers.lessons.pack_files_into_shards.ArraysOnly:fix_imports": "pickle.Unpickler's own keyword, checked by pickle",
-    "helpers.lessons.choose_rnn_kernels.LayerNormLSTMCell": "keeps keras.layers.LSTMCell's constructor: its arguments "
-                                                            "are Keras' to check (09 passes only units)",
+    "helpers.gather_files.Result": "a record read() builds from a checked file (results.py)",
+    "helpers.bench.run_all": (
+        "called by bench.main with its parsed flags; "
+        "the command line is tested in test_bad_input_procs"
+    ),
+    "helpers.lessons.pack_files_into_shards.ArraysOnly:fix_imports": (
+        "pickle.Unpickler's own keyword, checked by pickle"
+    ),
+    "helpers.lessons.choose_rnn_kernels.LayerNormLSTMCell": (
+        "keeps keras.layers.LSTMCell's constructor: its arguments "
+        "are Keras' to check (09 passes only units)"
+    ),
 }
 
 SCALAR = re.compile(r"(int|float|bool)( \| None)?")
-#: Names that count something: a required, unannotated parameter of lesson code with one of them is a whole number.
-COUNTS = {"steps", "n_ops", "batch", "batch_size", "epochs", "repeats", "units", "features", "examples", "global_batch",
-          "n_images"}
+#: Names that count something: a required, unannotated parameter of lesson code with one of them
+#: is a whole number.
+COUNTS = {
+    "steps",
+    "n_ops",
+    "batch",
+    "batch_size",
+    "epochs",
+    "repeats",
+    "units",
+    "features",
+    "examples",
+    "global_batch",
+    "n_images",
+}
 
 #: A small valid value for required parameters that are not numbers (the numbers are checked
 #: before these are used, so most are never touched).
 REQUIRED: dict[str, Any] = {
-    "fn": lambda: 1, "variants": {"a": lambda: 1}, "make_variants": lambda: {"a": lambda: 1},
-    "text": "", "ax": None, "title": "t", "what": "a demo", "kind": "function", "workdir": "/tmp",
-    "graph": None, "array": np.zeros(4, np.float32), "table": None, "dataset": None, "shards": ["x.tfrecord"],
-    "make": None, "model": None, "x": np.zeros((4, 28, 28, 1), np.float32), "y": np.zeros(4, np.int64),
-    "content": b"", "contents": {}, "image": None, "models": {}, "policy": "float32", "setting": None,
-    "settings": {}, "workloads": ["matmul"], "workload": "matmul", "trainer_file": "t.py", "server_file": "s.py",
-    "logdir": "/tmp", "devices": ["/cpu:0"], "roles": {"worker": 1}, "command": ["true"], "running": None,
-    "task": "worker:0", "programs": {}, "x_test": None, "y_test": None, "out_dir": "/tmp/none",
-    "waiting_for": "the other workers", "address": "127.0.0.1:1", "n_images": 8,
-    "decoded": None, "records": None, "paths": ["x.tfrecord"], "layouts": {},
-    "spec": {"worker": ["127.0.0.1:1"]}, "args": ["true"], "path": "none.ipynb", "labels": [0, 1],
-    "images": np.zeros((2, 4, 4, 3), np.uint8), "before": set(), "processes": [], "task_type": "worker", "id": "fake.case",
+    "fn": lambda: 1,
+    "variants": {"a": lambda: 1},
+    "make_variants": lambda: {"a": lambda: 1},
+    "text": "",
+    "ax": None,
+    "title": "t",
+    "what": "a demo",
+    "kind": "function",
+    "workdir": "/tmp",
+    "graph": None,
+    "array": np.zeros(4, np.float32),
+    "table": None,
+    "dataset": None,
+    "shards": ["x.tfrecord"],
+    "make": None,
+    "model": None,
+    "x": np.zeros((4, 28, 28, 1), np.float32),
+    "y": np.zeros(4, np.int64),
+    "content": b"",
+    "contents": {},
+    "image": None,
+    "models": {},
+    "policy": "float32",
+    "setting": None,
+    "settings": {},
+    "workloads": ["matmul"],
+    "workload": "matmul",
+    "trainer_file": "t.py",
+    "server_file": "s.py",
+    "logdir": "/tmp",
+    "devices": ["/cpu:0"],
+    "roles": {"worker": 1},
+    "command": ["true"],
+    "running": None,
+    "task": "worker:0",
+    "programs": {},
+    "x_test": None,
+    "y_test": None,
+    "out_dir": "/tmp/none",
+    "waiting_for": "the other workers",
+    "address": "127.0.0.1:1",
+    "n_images": 8,
+    "decoded": None,
+    "records": None,
+    "paths": ["x.tfrecord"],
+    "layouts": {},
+    "spec": {"worker": ["127.0.0.1:1"]},
+    "args": ["true"],
+    "path": "none.ipynb",
+    "labels": [0, 1],
+    "images": np.zeros((2, 4, 4, 3), np.uint8),
+    "before": set(),
+    "processes": [],
+    "task_type": "worker",
+    "id": "fake.case",
 }
 
 
@@ -93,7 +166,11 @@ def targets() -> list[tuple[str, Any, str, str]]:
         module = importlib.import_module(module_name)
         for name, obj in vars(module).items():
             qual = f"{module_name}.{name}"
-            if name.startswith("_") or getattr(obj, "__module__", "") != module_name or not callable(obj):
+            if (
+                name.startswith("_")
+                or getattr(obj, "__module__", "") != module_name
+                or not callable(obj)
+            ):
                 continue
             if qual in EXEMPT or isinstance(obj, type) and issubclass(obj, BaseException):
                 continue
@@ -103,11 +180,23 @@ def targets() -> list[tuple[str, Any, str, str]]:
                 continue
             for param in signature.parameters.values():
                 annotation = str(param.annotation)
-                if param.annotation is inspect.Parameter.empty and type(param.default) in (int, float, bool):
-                    annotation = type(param.default).__name__  # lesson code: the default says the kind
-                elif (param.annotation is inspect.Parameter.empty and param.default is inspect.Parameter.empty
-                      and module_name.startswith("helpers.lessons.") and param.name in COUNTS):
-                    annotation = "int"  # lesson code without annotations or default: the name says it counts
+                if param.annotation is inspect.Parameter.empty and type(param.default) in (
+                    int,
+                    float,
+                    bool,
+                ):
+                    annotation = type(
+                        param.default
+                    ).__name__  # lesson code: the default says the kind
+                elif (
+                    param.annotation is inspect.Parameter.empty
+                    and param.default is inspect.Parameter.empty
+                    and module_name.startswith("helpers.lessons.")
+                    and param.name in COUNTS
+                ):
+                    annotation = (
+                        "int"  # lesson code without annotations or default: the name says it counts
+                    )
                 if SCALAR.fullmatch(annotation) and f"{qual}:{param.name}" not in EXEMPT:
                     found.append((qual, obj, param.name, annotation))
     return found
@@ -120,14 +209,23 @@ def bad_values(annotation: str) -> st.SearchStrategy[Any]:
     kind, optional = annotation.split(" ")[0], annotation.endswith("None")
     none = st.nothing() if optional else st.none()
     if kind == "bool":
-        return st.one_of(st.sampled_from(["off", "no", "False", "True", "on", "", 0, 1, 1.0, []]), none)
+        return st.one_of(
+            st.sampled_from(["off", "no", "False", "True", "on", "", 0, 1, 1.0, []]), none
+        )
     if kind == "int":
-        return st.one_of(st.integers(max_value=-1, min_value=-10**15), st.integers(min_value=10**16, max_value=10**30),
-                         st.floats(allow_nan=True).filter(lambda v: v != int(v) if np.isfinite(v) else True),
-                         st.sampled_from(["3", "", b"1", [1], True, False]), none)
-    return st.one_of(st.floats(max_value=-1e-9, min_value=-1e15), st.sampled_from([float("nan"), float("inf"), -float("inf"),
-                                                                                1e300]),
-                     st.sampled_from(["1", b"1", [1.0], True]), none)
+        return st.one_of(
+            st.integers(max_value=-1, min_value=-(10**15)),
+            st.integers(min_value=10**16, max_value=10**30),
+            st.floats(allow_nan=True).filter(lambda v: v != int(v) if np.isfinite(v) else True),
+            st.sampled_from(["3", "", b"1", [1], True, False]),
+            none,
+        )
+    return st.one_of(
+        st.floats(max_value=-1e-9, min_value=-1e15),
+        st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e300]),
+        st.sampled_from(["1", b"1", [1.0], True]),
+        none,
+    )
 
 
 def call(obj: Any, param: str, value: Any) -> Any:
@@ -136,17 +234,28 @@ def call(obj: Any, param: str, value: Any) -> Any:
     for p in signature.parameters.values():
         if p.name == param:
             kwargs[p.name] = value
-        elif p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            kind = "int" if p.annotation is inspect.Parameter.empty and p.name in COUNTS else str(p.annotation).split(" ")[0]
+        elif p.default is inspect.Parameter.empty and p.kind not in (
+            p.VAR_POSITIONAL,
+            p.VAR_KEYWORD,
+        ):
+            kind = (
+                "int"
+                if p.annotation is inspect.Parameter.empty and p.name in COUNTS
+                else str(p.annotation).split(" ")[0]
+            )
             kwargs[p.name] = {"int": 1, "float": 1.0, "bool": False}.get(kind, REQUIRED.get(p.name))
     return obj(**kwargs)
 
 
-@pytest.mark.parametrize(("qual", "obj", "param", "annotation"), TARGETS,
-                         ids=[f"{q}:{p}" for q, _, p, _ in TARGETS])
+@pytest.mark.parametrize(
+    ("qual", "obj", "param", "annotation"), TARGETS, ids=[f"{q}:{p}" for q, _, p, _ in TARGETS]
+)
 def test_numbers_and_flags_are_refused_clearly(qual, obj, param, annotation):
-    errors = tuple(v for v in vars(importlib.import_module(obj.__module__)).values()
-                   if isinstance(v, type) and issubclass(v, Exception) and v.__module__ == obj.__module__)
+    errors = tuple(
+        v
+        for v in vars(importlib.import_module(obj.__module__)).values()
+        if isinstance(v, type) and issubclass(v, Exception) and v.__module__ == obj.__module__
+    )
 
     @given(bad_values(annotation))
     def each(value):
@@ -159,9 +268,14 @@ def test_the_suite_finds_what_it_should():
     """The targets are found from the annotations: a helper that stops annotating would drop out."""
     names = {f"{q}:{p}" for q, _, p, _ in TARGETS}
     assert len(TARGETS) >= 150
-    for expected in ("helpers.topics.cputune.Setting:onednn", "helpers.topics.pipelines.Options:prefetch",
-                     "helpers.timing.measure:min_time", "helpers.env.setup_logical_devices:n",
-                     "helpers.topics.memory.embedding_experiment:mib", "helpers.topics.capstone.run_stages:epochs",
-                     "helpers.lessons.start_here.eager_vs_function:n_ops",
-                     "helpers.lessons.profile_and_tune_a_job.FusedBatchNorm:epsilon"):
+    for expected in (
+        "helpers.topics.cputune_settings.Setting:onednn",
+        "helpers.topics.pipelines.Options:prefetch",
+        "helpers.timing.measure:min_time",
+        "helpers.env.setup_logical_devices:n",
+        "helpers.topics.memory.embedding_experiment:mib",
+        "helpers.topics.capstone.run_stages:epochs",
+        "helpers.lessons.start_here.eager_vs_function:n_ops",
+        "helpers.lessons.profile_and_tune_a_job.FusedBatchNorm:epsilon",
+    ):
         assert expected in names

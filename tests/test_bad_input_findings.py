@@ -8,22 +8,27 @@ import numpy as np
 import pytest
 
 from helpers import checks, env, timing
-from helpers.topics import capstone, cputune, memory, pipelines, quant
+from helpers.topics import capstone, cputune, memory, memory_guard, pipelines, quant
 from tests import badinput
 
 
 def test_the_memory_guard_refuses_before_allocating(monkeypatch):
     """The old code made the array first (2.1 GB for mib=2048) and guarded after."""
+
     def no_allocation(*args, **kwargs):
         raise AssertionError("an array was allocated before the guard refused")
 
     monkeypatch.setattr(np.random, "default_rng", no_allocation)
-    monkeypatch.setattr(memory, "available_bytes", lambda: 2**30)  # a 1 GiB machine
+    monkeypatch.setattr(memory_guard, "available_bytes", lambda: 2**30)  # a 1 GiB machine
     with pytest.raises(memory.MemoryGuardError, match=r"make_array\(mib=2048\)"):
         memory.make_array(2048)
-    with pytest.raises(memory.MemoryGuardError, match=r"embedding_experiment\(mib=2048, n_ops=20\)"):
+    with pytest.raises(
+        memory.MemoryGuardError, match=r"embedding_experiment\(mib=2048, n_ops=20\)"
+    ):
         memory.embedding_experiment(mib=2048, n_ops=20)
-    with pytest.raises(ValueError, match="mib must be a size in MiB"):  # beyond any machine: refused by size
+    with pytest.raises(
+        ValueError, match="mib must be a size in MiB"
+    ):  # beyond any machine: refused by size
         memory.embedding_experiment(mib=10**12)
 
 
@@ -53,14 +58,20 @@ def test_sizes_beyond_the_machine_are_refused_with_the_numbers():
     top = checks.max_threads()
     with pytest.raises(ValueError, match=rf"intra must be a whole number from 0 to {top:,}"):
         cputune.Setting(intra=100_000)
-    with pytest.raises(ValueError, match=rf"n must be a whole number from 1 to {top:,} \(logical devices"):
+    with pytest.raises(
+        ValueError, match=rf"n must be a whole number from 1 to {top:,} \(logical devices"
+    ):
         env.setup_logical_devices(100_000)
-    with pytest.raises(ValueError, match=r"n_shards must be a whole number from 1 to 3 \(at most n=3"):
+    with pytest.raises(
+        ValueError, match=r"n_shards must be a whole number from 1 to 3 \(at most n=3"
+    ):
         pipelines.make_jpeg_shards("/nonexistent", 3, n_shards=10)
 
 
 def test_one_path_as_a_string_is_not_split_into_characters():
-    with pytest.raises(TypeError, match=r"shards must be a list of paths, got the single path 'train.tfrecord'"):
+    with pytest.raises(
+        TypeError, match=r"shards must be a list of paths, got the single path 'train.tfrecord'"
+    ):
         pipelines.build("train.tfrecord")
 
 
@@ -78,7 +89,9 @@ def test_answers_that_were_silently_wrong_are_right_or_refused(tmp_path):
     assert start.check_package("tensorflow", "2.2", "fix", installed).status == "FAIL"
     with pytest.raises(ValueError, match="want must be a version such as"):
         start.check_package("tensorflow", "two", "fix", installed)
-    with pytest.raises(TypeError, match=r"missing must be a list of instruction set names.*write \['AVX2'\]"):
+    with pytest.raises(
+        TypeError, match=r"missing must be a list of instruction set names.*write \['AVX2'\]"
+    ):
         cpu_report.features_table({"avx2": True}, "AVX2")
     with pytest.raises(ValueError, match="is not one \\(no ELF header\\)"):
         cputune.Setting(allocator="/etc/passwd")
@@ -92,11 +105,22 @@ def test_answers_that_were_silently_wrong_are_right_or_refused(tmp_path):
         cifar.locate(tmp_path, download_real=True, url=f"file://{tmp_path}/typo.tar.gz")
     with pytest.raises(ValueError, match="url must start with https://"):
         cifar.locate(tmp_path, download_real=True, url="ftp://example.org/cifar.tar.gz")
-    table = pd.DataFrame({"setting": ["a", "b"], "workload": ["m", "m"], "median_ms": [1.0, 2.0],
-                          "q1_ms": [0.9, 1.9], "q3_ms": [1.1, 2.1]})  # no "error" column: nothing failed
+    table = pd.DataFrame(
+        {
+            "setting": ["a", "b"],
+            "workload": ["m", "m"],
+            "median_ms": [1.0, 2.0],
+            "q1_ms": [0.9, 1.9],
+            "q3_ms": [1.1, 2.1],
+        }
+    )  # no "error" column: nothing failed
     assert cputune.check_fastest(table, "m", "a")
     feedback = cputune.check_fastest(table, "m", 0)
-    assert not feedback and "name the setting as text" in feedback.message and "got int" in feedback.message
+    assert (
+        not feedback
+        and "name the setting as text" in feedback.message
+        and "got int" in feedback.message
+    )
     feedback = cputune.check_fastest(table, "m", "intra 9")
     assert not feedback and "'intra 9' is not one of the settings: ['a', 'b']" in feedback.message
 
@@ -107,15 +131,27 @@ def test_sizes_the_machine_cannot_hold_are_refused_before_building(monkeypatch):
     from helpers.topics import fused, rnn
 
     monkeypatch.setattr(checks, "available_bytes", lambda: 2**30)  # a machine with 1 GiB free
-    monkeypatch.setattr(rnn, "lesson", lambda: pytest.fail("the layers were built before the check"))
-    monkeypatch.setattr(fused, "lesson", lambda: pytest.fail("the workload was built before the check"))
-    with pytest.raises(ValueError, match=r"rnn sizes \(batch=32, steps=50, features=32, units=65536\) needs about"):
+    monkeypatch.setattr(
+        rnn, "lesson", lambda: pytest.fail("the layers were built before the check")
+    )
+    monkeypatch.setattr(
+        fused, "lesson", lambda: pytest.fail("the workload was built before the check")
+    )
+    with pytest.raises(
+        ValueError, match=r"rnn sizes \(batch=32, steps=50, features=32, units=65536\) needs about"
+    ):
         rnn.rnn_variants(units=65536)
-    with pytest.raises(ValueError, match=r"rnn sizes \(batch=32, steps=50, features=32, units=65536\) needs about"):
+    with pytest.raises(
+        ValueError, match=r"rnn sizes \(batch=32, steps=50, features=32, units=65536\) needs about"
+    ):
         rnn.cudnn_variants(units=65536)
-    with pytest.raises(ValueError, match=r"xla_variants\(size=1,000,000,000\) needs about 15,259 MiB"):
+    with pytest.raises(
+        ValueError, match=r"xla_variants\(size=1,000,000,000\) needs about 15,259 MiB"
+    ):
         fused.xla_variants(size=10**9)
-    with pytest.raises(ValueError, match=r"height must be a whole number from 1 to 8,192 \(pixels\)"):
+    with pytest.raises(
+        ValueError, match=r"height must be a whole number from 1 to 8,192 \(pixels\)"
+    ):
         fused.decode_crop_variants(height=16384, width=16384)
     with pytest.raises(ValueError, match=r"decode_crop_variants\(8192 x 8192\) needs about"):
         fused.decode_crop_variants(height=8192, width=8192)
@@ -151,17 +187,29 @@ def test_exported_lesson_code_refuses_what_makes_no_sense(tmp_path):
 
     with pytest.raises(ValueError, match="n_ops must be a whole number from 1 to 100,000"):
         start_here.eager_vs_function(n_ops=0)
-    with pytest.raises(TypeError, match=r"paths must be a non-empty list of shard paths.*for one shard write \[path\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"paths must be a non-empty list of shard paths.*for one shard write \[path\]",
+    ):
         pack_files_into_shards.read_shards("one-file.tfrecord")
     with pytest.raises(ValueError, match="encoding must be 'raw', 'png' or 'jpeg', got 'webp'"):
-        pack_files_into_shards.write_shard(tmp_path / "x.tfrecord", np.zeros((1, 4, 4, 3), np.uint8), [0], "webp")
+        pack_files_into_shards.write_shard(
+            tmp_path / "x.tfrecord", np.zeros((1, 4, 4, 3), np.uint8), [0], "webp"
+        )
     assert list(tmp_path.iterdir()) == []  # no empty shard under the final name
     with pytest.raises(ValueError, match=r"devices \['/device:GPU:7'\] do not exist here"):
         distribute_training.make_strategy("MirroredStrategy", ["/device:GPU:7"])
-    empty = {b"data": np.zeros((0, 3072), np.uint8), b"labels": []}  # a valid CIFAR batch with no images
-    assert pack_files_into_shards.ArraysOnly(io.BytesIO(pickle.dumps(empty, protocol=2))).load()[b"data"].shape == (0, 3072)
+    empty = {
+        b"data": np.zeros((0, 3072), np.uint8),
+        b"labels": [],
+    }  # a valid CIFAR batch with no images
+    assert pack_files_into_shards.ArraysOnly(io.BytesIO(pickle.dumps(empty, protocol=2))).load()[
+        b"data"
+    ].shape == (0, 3072)
     with pytest.raises(pickle.UnpicklingError, match="bytes\\(\\) with arguments"):
-        pack_files_into_shards.ArraysOnly(io.BytesIO(b"c__builtin__\nbytes\n(J\x00\x00\x00\x10tR.")).load()
+        pack_files_into_shards.ArraysOnly(
+            io.BytesIO(b"c__builtin__\nbytes\n(J\x00\x00\x00\x10tR.")
+        ).load()
 
 
 def test_a_comparison_widget_refuses_a_bad_unit_or_baseline_before_run():
@@ -176,27 +224,37 @@ def test_a_comparison_widget_refuses_a_bad_unit_or_baseline_before_run():
 
 
 def function_from_notebook(notebook: str, name: str, namespace: dict) -> object:
-    """``def name(...)`` from a notebook's code cell (lesson code that is not exported), run alone in ``namespace``."""
+    """``def name(...)`` from a notebook's code cell (lesson code that is not exported), run alone
+    in ``namespace``."""
     import ast
     import json
     from pathlib import Path
 
     from helpers.nbtools import source
 
-    cells = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / notebook).read_text())["cells"]
+    cells = json.loads(
+        (Path(__file__).resolve().parent.parent / "notebooks" / notebook).read_text()
+    )["cells"]
     for cell in cells:
         if cell["cell_type"] == "code" and f"def {name}(" in source(cell):
-            node = next(n for n in ast.parse(source(cell)).body if isinstance(n, ast.FunctionDef) and n.name == name)
+            node = next(
+                n
+                for n in ast.parse(source(cell)).body
+                if isinstance(n, ast.FunctionDef) and n.name == name
+            )
             exec(compile(ast.Module([node], []), notebook, "exec"), namespace)  # noqa: S102 - the notebook's own code
             return namespace[name]
     raise AssertionError(f"{notebook} has no cell defining {name}()")
 
 
 def test_lesson_cells_that_are_not_exported_refuse_nonsense_too():
-    """make_tower_sum([]) (04) failed inside TensorFlow; profile(..., steps=0) (14) wrote an empty trace."""
+    """make_tower_sum([]) (04) failed inside TensorFlow; profile(..., steps=0) (14) wrote an empty
+    trace."""
     import tensorflow as tf
 
-    make_tower_sum = function_from_notebook("04_split_work_into_towers.ipynb", "make_tower_sum", {"tf": tf})
+    make_tower_sum = function_from_notebook(
+        "04_split_work_into_towers.ipynb", "make_tower_sum", {"tf": tf}
+    )
     for bad in ([], "/CPU:0"):
         with pytest.raises(ValueError, match="devices must be a non-empty list of device names"):
             make_tower_sum(bad)

@@ -17,8 +17,15 @@ def fake_variants(n: int = 1):
 
 
 FAKE = bench.Comparison(
-    id="fake.slow_vs_fast", title="fake", make_variants=fake_variants,
-    baseline="slow", variant="fast", quick={"n": 1}, full={"n": 3}, repeats=3, min_time=0.0,
+    id="fake.slow_vs_fast",
+    title="fake",
+    make_variants=fake_variants,
+    baseline="slow",
+    variant="fast",
+    quick={"n": 1},
+    full={"n": 3},
+    repeats=3,
+    min_time=0.0,
 )
 
 
@@ -67,7 +74,15 @@ def test_select_unknown_id():
 def test_run_record_schema():
     record = FAKE.run(quick=True)
     assert set(record) == {
-        "id", "baseline", "variant", "baseline_s", "variant_s", "speedup", "spread", "repeats", "params",
+        "id",
+        "baseline",
+        "variant",
+        "baseline_s",
+        "variant_s",
+        "speedup",
+        "spread",
+        "repeats",
+        "params",
     }
     assert record["speedup"] == pytest.approx(record["baseline_s"] / record["variant_s"])
     assert record["spread"][0] <= record["speedup"] <= record["spread"][1]
@@ -93,7 +108,9 @@ def test_main_list_and_run(fake_module, tmp_path, capsys):
     assert [c["id"] for c in result["comparisons"]] == ["fake.slow_vs_fast"]
     # When the run started and ended, and how loaded the machine was at each end (1, 5, 15 minutes).
     assert result["started"] <= result["ended"]
-    assert all(len(result[k]) == 3 and min(result[k]) >= 0 for k in ("load_at_start", "load_at_end"))
+    assert all(
+        len(result[k]) == 3 and min(result[k]) >= 0 for k in ("load_at_start", "load_at_end")
+    )
 
 
 def test_main_unknown_id_exits_with_usage_error(fake_module, capsys):
@@ -110,9 +127,19 @@ def test_markdown_table():
 def test_command_line_runs_the_real_notebook_00_comparison(tmp_path):
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, "-m", "helpers.bench", "--quick", "--only", "graphs.eager_vs_function",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "helpers.bench",
+            "--quick",
+            "--only",
+            "graphs.eager_vs_function",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     record = json.loads(out.read_text())["comparisons"][0]
@@ -123,14 +150,24 @@ def test_command_line_runs_the_real_notebook_00_comparison(tmp_path):
 def _measured(small: bool = False):
     from helpers import timing
 
-    table = timing.comparison_table({"a": timing.Timing("a", (4.0, 4.0)), "b": timing.Timing("b", (1.0, 1.0))}, "a")
+    table = timing.comparison_table(
+        {"a": timing.Timing("a", (4.0, 4.0)), "b": timing.Timing("b", (1.0, 1.0))}, "a"
+    )
     table.attrs["note"] = "b agrees with a on 99.0%"
     return table
 
 
 def test_measured_comparison_with_unit_note_and_bound():
-    comparison = bench.Comparison(id="fake.sizes", title="sizes", measure=_measured, baseline="a", variant="b",
-                                  unit="bytes", bound=lambda: 3.0, deterministic=True)
+    comparison = bench.Comparison(
+        id="fake.sizes",
+        title="sizes",
+        measure=_measured,
+        baseline="a",
+        variant="b",
+        unit="bytes",
+        bound=lambda: 3.0,
+        deterministic=True,
+    )
     record = comparison.run()
     assert record["speedup"] == 4.0 and record["unit"] == "bytes" and record["bound"] == 3.0
     assert record["deterministic"] is True
@@ -144,10 +181,18 @@ def test_exactly_one_way_to_measure():
     with pytest.raises(ValueError, match="exactly one of make_variants and measure"):
         bench.Comparison(id="fake.none", title="t", baseline="a", variant="b")
     with pytest.raises(ValueError, match="exactly one of make_variants and measure"):
-        bench.Comparison(id="fake.both", title="t", make_variants=fake_variants, measure=_measured,
-                         baseline="a", variant="b")
+        bench.Comparison(
+            id="fake.both",
+            title="t",
+            make_variants=fake_variants,
+            measure=_measured,
+            baseline="a",
+            variant="b",
+        )
     with pytest.raises(ValueError, match="did not return"):
-        bench.Comparison(id="fake.wrong", title="t", measure=_measured, baseline="a", variant="c").run()
+        bench.Comparison(
+            id="fake.wrong", title="t", measure=_measured, baseline="a", variant="c"
+        ).run()
 
 
 def test_comparison_resolves_references_and_refuses_bad_ones():
@@ -158,13 +203,20 @@ def test_comparison_resolves_references_and_refuses_bad_ones():
     with pytest.raises(ValueError, match="has no function 'nope'"):
         resolve("helpers.timing:nope")
     with pytest.raises(ValueError, match="must look like 'package.module:function'"):
-        bench.Comparison(id="fake.bad_ref", title="x", make_variants="helpers.timing.format_seconds",
-                         baseline="a", variant="b")
+        bench.Comparison(
+            id="fake.bad_ref",
+            title="x",
+            make_variants="helpers.timing.format_seconds",
+            baseline="a",
+            variant="b",
+        )
 
 
 def test_a_timing_needs_three_samples_and_its_speedup_must_be_the_ratio_of_the_medians():
     timed = dict(id="fake.timed", title="t", measure=_measured, baseline="a", variant="b")
-    with pytest.raises(ValueError, match=r"\{'a': 2, 'b': 2\} timed samples; a timing needs at least 3"):
+    with pytest.raises(
+        ValueError, match=r"\{'a': 2, 'b': 2\} timed samples; a timing needs at least 3"
+    ):
         bench.Comparison(**timed).run()  # two samples a side: a spread of nothing
 
     def wrong_ratio():
@@ -172,5 +224,7 @@ def test_a_timing_needs_three_samples_and_its_speedup_must_be_the_ratio_of_the_m
         table.loc["b", "speedup"] = 5.0  # not 4.0 / 1.0
         return table
 
-    with pytest.raises(ValueError, match=r"speedup 5 is not the ratio of the medians \(4 / 1 = 4\)"):
+    with pytest.raises(
+        ValueError, match=r"speedup 5 is not the ratio of the medians \(4 / 1 = 4\)"
+    ):
         bench.Comparison(**{**timed, "measure": wrong_ratio, "deterministic": True}).run()

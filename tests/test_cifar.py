@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers.topics import cifar
+from helpers.topics import cifar, cifar_download
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,9 @@ def test_splits_follow_the_seed(sample_folder):
     images, labels = splits["train"]
     assert images.shape[1:] == (32, 32, 3) and images.dtype == np.uint8 and labels.max() < 10
     batch = cifar.read_batch(sample_folder / "data_batch_1")
-    np.testing.assert_array_equal(images[0], batch[b"data"][0].reshape(3, 32, 32).transpose(1, 2, 0))
+    np.testing.assert_array_equal(
+        images[0], batch[b"data"][0].reshape(3, 32, 32).transpose(1, 2, 0)
+    )
 
 
 def test_download_verifies_and_extracts(tmp_path, sample_folder):
@@ -74,7 +76,7 @@ def test_download_verifies_and_extracts(tmp_path, sample_folder):
 
 def test_checksum_mismatch_leaves_nothing(tmp_path, sample_folder):
     archive = make_archive(tmp_path / "cifar-10-python.tar.gz", sample_folder)
-    with pytest.raises(cifar.ChecksumMismatch, match="not the published"):
+    with pytest.raises(cifar_download.ChecksumMismatch, match="not the published"):
         cifar.download(tmp_path / "dl", url=archive.as_uri(), md5="0" * 32)
     assert list((tmp_path / "dl").iterdir()) == []
 
@@ -86,7 +88,9 @@ def test_unreachable_network_falls_back_to_the_sample(tmp_path, capsys):
     url = f"http://127.0.0.1:{port}/cifar-10-python.tar.gz"
     with pytest.raises(cifar.NetworkUnavailable, match="could not download"):
         cifar.download(tmp_path, url=url, timeout=5)
-    assert cifar.locate(tmp_path, download_real=True, url=url) == cifar.SHIPPED_SAMPLE / cifar.FOLDER
+    assert (
+        cifar.locate(tmp_path, download_real=True, url=url) == cifar.SHIPPED_SAMPLE / cifar.FOLDER
+    )
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "using the shipped synthetic sample" in out
     assert [p.name for p in tmp_path.iterdir()] == []

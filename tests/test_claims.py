@@ -31,7 +31,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MEASURED = re.compile(
     r"(?<![\w.])\d[\d,]*\.\d+\s?[x\u00d7](?!\w)"
     r"|(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:ms|\u00b5s|us|ns)\b"
-    r"|(?<![\w.])\d[\d,]*\.\d+\s?s\b"  # seconds with decimals: whole seconds are mostly settings (a 10 s limit)
+    # seconds with decimals: whole seconds are mostly settings (a 10 s limit)
+    r"|(?<![\w.])\d[\d,]*\.\d+\s?s\b"
     r"|(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:img/s|images/s|items/s|examples/s|steps/s)"
 )
 EXEMPT = re.compile(r"`[^`]*`|\"[^\"]*\"|\u201c[^\u201d]*\u201d")
@@ -60,10 +61,16 @@ def typed_numbers(path: Path) -> list[str]:
         if cell["cell_type"] != "markdown":
             continue
         source = nbtools.source(cell)
-        quoted = set().union(*(on_file(ROOT / name) for name in REFERENCE.findall(source) if (ROOT / name).is_dir()))
+        quoted = set().union(
+            *(on_file(ROOT / name) for name in REFERENCE.findall(source) if (ROOT / name).is_dir())
+        )
         for line in source.splitlines():
             if not line.lstrip().startswith(">"):
-                found += [n for n in MEASURED.findall(EXEMPT.sub("", line)) if n.replace(" ", "") not in quoted]
+                found += [
+                    n
+                    for n in MEASURED.findall(EXEMPT.sub("", line))
+                    if n.replace(" ", "") not in quoted
+                ]
     return found
 
 
@@ -71,14 +78,23 @@ def typed_numbers(path: Path) -> list[str]:
 def test_markdown_types_no_measured_number(path):
     typed = typed_numbers(path)
     allowed = LEFT.get(path.stem, 0)
-    assert len(typed) <= allowed, f"{path.name}: measured numbers typed into markdown: {typed}; compute the sentence"
-    assert len(typed) == allowed, f"{path.name}: {len(typed)} typed numbers left, not {allowed}: lower LEFT"
+    assert len(typed) <= allowed, (
+        f"{path.name}: measured numbers typed into markdown: {typed}; compute the sentence"
+    )
+    assert len(typed) == allowed, (
+        f"{path.name}: {len(typed)} typed numbers left, not {allowed}: lower LEFT"
+    )
 
 
 def test_the_pattern_catches_a_typed_number_and_spares_quotes_and_code(tmp_path):
-    cell = {"cell_type": "markdown", "source": [
-        "Here it ran 2.45x faster, in 12 ms (900 images/s), 3.5 s in all, with a 10 s limit.\n",
-        "> The notes: \"more than 2.5x\".\n", "The guide says \"up to 3.1x\"; `0.01 * 2 ms` is code.\n"]}
+    cell = {
+        "cell_type": "markdown",
+        "source": [
+            "Here it ran 2.45x faster, in 12 ms (900 images/s), 3.5 s in all, with a 10 s limit.\n",
+            '> The notes: "more than 2.5x".\n',
+            'The guide says "up to 3.1x"; `0.01 * 2 ms` is code.\n',
+        ],
+    }
     path = tmp_path / "99_x.ipynb"
     path.write_text(json.dumps({"cells": [cell]}))
     assert typed_numbers(path) == ["2.45x", "12 ms", "900 images/s", "3.5 s"]
@@ -87,12 +103,20 @@ def test_the_pattern_catches_a_typed_number_and_spares_quotes_and_code(tmp_path)
 def test_a_number_read_from_a_reference_run_must_be_in_its_files(tmp_path):
     folder = ROOT / "data" / "room-example"
     held = sorted(on_file(folder))
-    assert "2.05x" in held and "0.09x" in held and "1.91x" not in held  # the example room's bfloat16 row, oneDNN on and off
-    named = "From `data/room-example`: bfloat16 gave 2.05x, and 0.09x with oneDNN off; 12 ms a step.\n"
+    assert (
+        "2.05x" in held and "0.09x" in held and "1.91x" not in held
+    )  # the example room's bfloat16 row, oneDNN on and off
+    named = (
+        "From `data/room-example`: bfloat16 gave 2.05x, and 0.09x with oneDNN off; 12 ms a step.\n"
+    )
     path = tmp_path / "99_x.ipynb"
     path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [named]}]}))
     assert typed_numbers(path) == ["12 ms"]  # a time is no ratio on file
-    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [named.replace("2.05x", "1.91x")]}]}))
+    path.write_text(
+        json.dumps(
+            {"cells": [{"cell_type": "markdown", "source": [named.replace("2.05x", "1.91x")]}]}
+        )
+    )
     assert typed_numbers(path) == ["1.91x", "12 ms"]  # not in the files
     unnamed = named.replace("From `data/room-example`: ", "")
     path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": [unnamed]}]}))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import cluster
+from helpers import cluster, cluster_layout
 
 # A stand-in task (no TensorFlow, so the launcher's tests stay fast): servers block, the others
 # report their TF_CONFIG and exit, or behave as the environment variable TASK_MODE says.
@@ -35,7 +35,9 @@ COMMAND = [sys.executable, "-c", TASK]
 def test_clean_run_on_loopback(tmp_path, no_orphans):
     results = cluster.run({"chief": 1, "worker": 2, "ps": 1}, COMMAND, logdir=tmp_path, timeout=60)
     assert set(results) == {"chief:0", "worker:0", "worker:1", "ps:0"}
-    assert results["ps:0"].returncode == -signal.SIGTERM  # servers are stopped when the others finish
+    assert (
+        results["ps:0"].returncode == -signal.SIGTERM
+    )  # servers are stopped when the others finish
     spec = results["chief:0"].rows[0]["cluster"]
     addresses = [a for hosts in spec.values() for a in hosts]
     assert all(a.startswith("127.0.0.1:") for a in addresses) and len(set(addresses)) == 4
@@ -47,10 +49,14 @@ def test_clean_run_on_loopback(tmp_path, no_orphans):
 
 
 def test_killed_worker_stops_the_cluster(tmp_path, no_orphans):
-    with cluster.Cluster({"worker": 2}, COMMAND, logdir=tmp_path, timeout=60, env={"TASK_MODE": "hang"}) as c:
+    with cluster.Cluster(
+        {"worker": 2}, COMMAND, logdir=tmp_path, timeout=60, env={"TASK_MODE": "hang"}
+    ) as c:
         time.sleep(0.5)  # let the workers start before one is killed
         c.processes["worker:1"].kill()
-        with pytest.raises(cluster.ClusterError, match="task worker:1 failed with exit code -9") as info:
+        with pytest.raises(
+            cluster.ClusterError, match="task worker:1 failed with exit code -9"
+        ) as info:
             c.wait()
     assert c.processes["worker:0"].returncode == -signal.SIGTERM
     assert "serving" in info.value.logs["worker:0"]
@@ -58,7 +64,9 @@ def test_killed_worker_stops_the_cluster(tmp_path, no_orphans):
 
 def test_failing_task_reports_its_log(tmp_path, no_orphans):
     with pytest.raises(cluster.ClusterError, match="task worker:1 failed with exit code 3") as info:
-        cluster.run({"worker": 2, "ps": 1}, COMMAND, logdir=tmp_path, timeout=60, env={"TASK_MODE": "fail"})
+        cluster.run(
+            {"worker": 2, "ps": 1}, COMMAND, logdir=tmp_path, timeout=60, env={"TASK_MODE": "fail"}
+        )
     assert "worker 1 ran out of patience" in info.value.logs["worker:1"]
 
 
@@ -76,7 +84,7 @@ def test_free_ports_are_distinct_and_bindable():
     assert len(set(ports)) == 5
     for port in ports:
         with socket.socket() as s:
-            s.bind((cluster.LOOPBACK, port))
+            s.bind((cluster_layout.LOOPBACK, port))
 
 
 def test_tf_config_for_real_hosts():
@@ -86,9 +94,14 @@ def test_tf_config_for_real_hosts():
     assert config == {"cluster": spec, "task": {"type": "worker", "index": 1}}
 
 
-@pytest.mark.parametrize("roles, match", [
-    ({"server": 1}, "role 'server'"), ({"worker": 0}, "whole number from 1"), ({"chief": 2}, "at most one chief"),
-])
+@pytest.mark.parametrize(
+    "roles, match",
+    [
+        ({"server": 1}, "role 'server'"),
+        ({"worker": 0}, "whole number from 1"),
+        ({"chief": 2}, "at most one chief"),
+    ],
+)
 def test_bad_roles(roles, match):
     with pytest.raises(ValueError, match=match):
         cluster.cluster_spec(roles)
@@ -123,10 +136,13 @@ SERVER = textwrap.dedent("""
 
 
 def test_a_cluster_of_servers_serves_on_loopback_then_stops(tmp_path, no_orphans):
-    with cluster.Cluster({"dispatcher": 1, "worker": 2}, [sys.executable, "-c", SERVER], logdir=tmp_path,
-                         wait_for=()) as service:
+    with cluster.Cluster(
+        {"dispatcher": 1, "worker": 2}, [sys.executable, "-c", SERVER], logdir=tmp_path, wait_for=()
+    ) as service:
         service.serve(deadline=30, ready="ready")
-        assert all(address.startswith("127.0.0.1:") for hosts in service.spec.values() for address in hosts)
+        assert all(
+            address.startswith("127.0.0.1:") for hosts in service.spec.values() for address in hosts
+        )
         assert all(p.poll() is None for p in service.processes.values())
         with pytest.raises(ValueError, match="serve"):
             service.wait()
@@ -134,15 +150,24 @@ def test_a_cluster_of_servers_serves_on_loopback_then_stops(tmp_path, no_orphans
 
 
 def test_a_server_that_dies_before_serving_stops_the_cluster(tmp_path, no_orphans):
-    service = cluster.Cluster({"dispatcher": 1, "worker": 1}, [sys.executable, "-c", SERVER], logdir=tmp_path,
-                              wait_for=(), env={"SERVER_MODE": "die"})
+    service = cluster.Cluster(
+        {"dispatcher": 1, "worker": 1},
+        [sys.executable, "-c", SERVER],
+        logdir=tmp_path,
+        wait_for=(),
+        env={"SERVER_MODE": "die"},
+    )
     service.start()
-    with pytest.raises(cluster.ClusterError, match="worker:0 exited with code 4 before it was serving"):
+    with pytest.raises(
+        cluster.ClusterError, match="worker:0 exited with code 4 before it was serving"
+    ):
         service.serve(deadline=30)
 
 
 def test_a_server_that_never_listens_runs_into_the_deadline(tmp_path, no_orphans):
-    service = cluster.Cluster({"dispatcher": 1}, COMMAND, logdir=tmp_path, wait_for=(), env={"TASK_MODE": "hang"})
+    service = cluster.Cluster(
+        {"dispatcher": 1}, COMMAND, logdir=tmp_path, wait_for=(), env={"TASK_MODE": "hang"}
+    )
     service.start()
     with pytest.raises(cluster.ClusterError, match="not serving after 2 s"):
         service.serve(deadline=2)
@@ -158,7 +183,9 @@ def test_results_reads_a_stopped_clusters_logs(tmp_path, no_orphans):
 
 
 def test_serve_waits_for_the_ready_line(tmp_path, no_orphans):
-    service = cluster.Cluster({"dispatcher": 1}, [sys.executable, "-c", SERVER], logdir=tmp_path, wait_for=())
+    service = cluster.Cluster(
+        {"dispatcher": 1}, [sys.executable, "-c", SERVER], logdir=tmp_path, wait_for=()
+    )
     service.start()
     with pytest.raises(cluster.ClusterError, match="not serving after 3 s"):
         service.serve(deadline=3, ready="a line this server never writes")

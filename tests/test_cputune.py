@@ -1,4 +1,5 @@
-"""Unit tests for helpers.topics.cputune: settings, the child workloads, sweeps, feature detection."""
+"""Unit tests for helpers.topics.cputune: settings, the child workloads, sweeps, feature
+detection."""
 
 from __future__ import annotations
 
@@ -13,23 +14,35 @@ def test_setting_env_and_label(tmp_path):
     lib = tmp_path / "libtcmalloc_minimal.so.4"
     lib.write_bytes(b"\x7fELF")  # a shared library's first bytes: the setting checks them
     s = cputune.Setting(intra=1, inter=2, onednn=False, omp_threads=1, allocator=str(lib))
-    assert s.env() == {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "0", "OMP_NUM_THREADS": "1",
-                       "LD_PRELOAD": str(lib)}
+    assert s.env() == {
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "TF_ENABLE_ONEDNN_OPTS": "0",
+        "OMP_NUM_THREADS": "1",
+        "LD_PRELOAD": str(lib),
+    }
     assert s.describe() == "intra 1, inter 2, oneDNN off, OMP 1, tcmalloc_minimal"
     assert cputune.Setting().env() == {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"intra": -1}, "intra must be"), ({"inter": 1.5}, "inter must be"), ({"intra": True}, "intra must be"),
-    ({"omp_threads": 0}, "omp_threads"), ({"allocator": "/nonexistent/libtcmalloc.so"}, "is not a file"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"intra": -1}, "intra must be"),
+        ({"inter": 1.5}, "inter must be"),
+        ({"intra": True}, "intra must be"),
+        ({"omp_threads": 0}, "omp_threads"),
+        ({"allocator": "/nonexistent/libtcmalloc.so"}, "is not a file"),
+    ],
+)
 def test_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         cputune.Setting(**kwargs)
 
 
 def test_threads_reach_the_child_and_rows_come_back():
-    rows = cputune.run_setting(cputune.Setting(intra=1, inter=1, onednn=False), ["matmul"], repeats=2, small=True)
+    rows = cputune.run_setting(
+        cputune.Setting(intra=1, inter=1, onednn=False), ["matmul"], repeats=2, small=True
+    )
     assert len(rows) == 1 and rows[0]["workload"] == "matmul"
     assert len(rows[0]["seconds"]) == 2 and all(s > 0 for s in rows[0]["seconds"])
     assert rows[0]["onednn"] is False and rows[0]["allocator"] == "default"
@@ -45,32 +58,64 @@ def fake_children(monkeypatch, seconds=None, errors=None):
         label = setting.describe()
         ran.append(label)
         if label in (errors or {}):
-            return [{"workload": w, "onednn": setting.onednn, "error": errors[label]} for w in workloads]
+            return [
+                {"workload": w, "onednn": setting.onednn, "error": errors[label]} for w in workloads
+            ]
         base = (seconds or {}).get(label, 0.01)
-        return [{"workload": w, "onednn": setting.onednn, "seconds": [base * (1 + k / 100) for k in range(repeats)]}
-                for w in workloads]
+        return [
+            {
+                "workload": w,
+                "onednn": setting.onednn,
+                "seconds": [base * (1 + k / 100) for k in range(repeats)],
+            }
+            for w in workloads
+        ]
 
     monkeypatch.setattr(cputune, "run_setting", run_setting)
     return ran
 
 
 def test_sweep_rounds_pool_samples_and_comparison_table(monkeypatch):
-    settings = {"1 thread": cputune.Setting(intra=1, inter=1), "2 threads": cputune.Setting(intra=2, inter=2)}
+    settings = {
+        "1 thread": cputune.Setting(intra=1, inter=1),
+        "2 threads": cputune.Setting(intra=2, inter=2),
+    }
     ran = fake_children(monkeypatch, seconds={"intra 1, inter 1": 0.02, "intra 2, inter 2": 0.01})
     calls = []
-    table = cputune.comparison(settings, "matmul", repeats=2, rounds=2, small=True,
-                               on_progress=lambda d, t: calls.append((d, t)))
+    table = cputune.comparison(
+        settings,
+        "matmul",
+        repeats=2,
+        rounds=2,
+        small=True,
+        on_progress=lambda d, t: calls.append((d, t)),
+    )
     assert list(table.index) == ["1 thread", "2 threads"] and table.attrs["baseline"] == "1 thread"
     assert list(table["repeats"]) == [4, 4]  # 2 rounds x 2 repeats, pooled
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert ran == ["intra 1, inter 1", "intra 2, inter 2", "intra 2, inter 2", "intra 1, inter 1"]  # rotated
+    assert ran == [
+        "intra 1, inter 1",
+        "intra 2, inter 2",
+        "intra 2, inter 2",
+        "intra 1, inter 1",
+    ]  # rotated
     assert table.loc["2 threads", "speedup"] == pytest.approx(2.0, rel=0.05)
 
 
 def test_comparison_raises_when_a_setting_fails(monkeypatch):
     settings = {"on": cputune.Setting(onednn=True), "off": cputune.Setting(onednn=False)}
-    fake_children(monkeypatch, errors={"intra default, inter default, oneDNN off": "UnimplementedError: The Conv2D op currently only supports"})
-    with pytest.raises(RuntimeError, match="off, conv2d_NCHW: UnimplementedError: The Conv2D op currently only supports"):
+    fake_children(
+        monkeypatch,
+        errors={
+            "intra default, inter default, oneDNN off": (
+                "UnimplementedError: The Conv2D op currently only supports"
+            )
+        },
+    )
+    with pytest.raises(
+        RuntimeError,
+        match="off, conv2d_NCHW: UnimplementedError: The Conv2D op currently only supports",
+    ):
         cputune.comparison(settings, "conv2d_NCHW", repeats=1, rounds=1, small=True)
 
 
@@ -78,23 +123,58 @@ def test_summary_and_figure():
     import pandas as pd
 
     nan = float("nan")
-    table = pd.DataFrame([
-        {"setting": "a", "workload": "w", "median_ms": 10.0, "q1_ms": 9.0, "q3_ms": 11.0, "repeats": 6, "error": ""},
-        {"setting": "b", "workload": "w", "median_ms": 5.0, "q1_ms": 4.0, "q3_ms": 6.0, "repeats": 6, "error": ""},
-        {"setting": "c", "workload": "w", "median_ms": 9.9, "q1_ms": 9.0, "q3_ms": 10.5, "repeats": 6, "error": ""},
-        {"setting": "a", "workload": "v", "median_ms": nan, "q1_ms": nan, "q3_ms": nan, "repeats": 0,
-         "error": "UnimplementedError: nope"},
-    ])
+    table = pd.DataFrame(
+        [
+            {
+                "setting": "a",
+                "workload": "w",
+                "median_ms": 10.0,
+                "q1_ms": 9.0,
+                "q3_ms": 11.0,
+                "repeats": 6,
+                "error": "",
+            },
+            {
+                "setting": "b",
+                "workload": "w",
+                "median_ms": 5.0,
+                "q1_ms": 4.0,
+                "q3_ms": 6.0,
+                "repeats": 6,
+                "error": "",
+            },
+            {
+                "setting": "c",
+                "workload": "w",
+                "median_ms": 9.9,
+                "q1_ms": 9.0,
+                "q3_ms": 10.5,
+                "repeats": 6,
+                "error": "",
+            },
+            {
+                "setting": "a",
+                "workload": "v",
+                "median_ms": nan,
+                "q1_ms": nan,
+                "q3_ms": nan,
+                "repeats": 0,
+                "error": "UnimplementedError: nope",
+            },
+        ]
+    )
     # Each setting against the first, with its spread; a lead inside the spread is not a win.
     assert cpu_report.sweep_summary(table).splitlines() == [
         "w: b is 2.00x faster than a (quartile ratios 1.50-2.75x, 6 runs each).",
-        "w: c vs a: no clear difference (1.01x; quartile ratios 0.86-1.22x, 6 runs each); the runs overlap, "
-        "so rerun with more repeats before drawing a conclusion.",
-        "v: every setting failed"]
+        "w: c vs a: no clear difference (1.01x; quartile ratios 0.86-1.22x, 6 runs each); "
+        "the runs overlap, so rerun with more repeats before drawing a conclusion.",
+        "v: every setting failed",
+    ]
     # A pair compares two settings directly (twice the cores against all cores); a pair naming
     # a setting that did not run adds nothing.
     assert cpu_report.sweep_summary(table, pairs=[("c", "b"), ("c", "zz")]).splitlines()[2] == (
-        "w: c is 1.98x slower than b (quartile ratios 1.50-2.62x, 6 runs each).")
+        "w: c is 1.98x slower than b (quartile ratios 1.50-2.62x, 6 runs each)."
+    )
     fig = cpu_report.sweep_figure(table, "title")
     assert [ax.get_title() for ax in fig.axes] == ["w", "v"]
 
@@ -111,14 +191,22 @@ def test_bad_sweeps():
 
 
 def test_wheel_line_parsing():
-    line = ("I0000 cpu_feature_guard.cc:227] This TensorFlow binary is optimized ...\n"
-            "To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild TensorFlow")
+    line = (
+        "I0000 cpu_feature_guard.cc:227] This TensorFlow binary is optimized ...\n"
+        "To enable the following instructions: AVX2 AVX512F FMA, in other operations, "
+        "rebuild TensorFlow"
+    )
     assert cpu_report.wheel_missing_instructions(line) == ["AVX2", "AVX512F", "FMA"]
     assert cpu_report.wheel_missing_instructions("nothing here") == []
-    table = cpu_report.features_table({"avx": True, "avx2": True, "fma": True, "avx512f": False}, ["AVX2", "FMA"])
+    table = cpu_report.features_table(
+        {"avx": True, "avx2": True, "fma": True, "avx512f": False}, ["AVX2", "FMA"]
+    )
     assert table.loc["AVX", "the wheel uses it"] == "everywhere"
     assert table.loc["AVX2", "the wheel uses it"] == "only in oneDNN kernels"
-    assert table.loc["AVX512F", "this CPU"] == "no" and table.loc["AVX512F", "the wheel uses it"] == "-"
+    assert (
+        table.loc["AVX512F", "this CPU"] == "no"
+        and table.loc["AVX512F", "the wheel uses it"] == "-"
+    )
 
 
 def test_wheel_report_reads_a_real_start():
@@ -136,7 +224,10 @@ def test_find_allocators(tmp_path):
 def test_preloaded_allocator_is_seen_by_the_child():
     found = cpu_report.find_allocators()
     if not found:
-        message = "no tcmalloc or jemalloc installed here (make test installs them as root; apt-get install libtcmalloc-minimal4)"
+        message = (
+            "no tcmalloc or jemalloc installed here "
+            "(make test installs them as root; apt-get install libtcmalloc-minimal4)"
+        )
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(message)
         pytest.skip(message)
@@ -157,8 +248,14 @@ def test_memory_map_readers():
 def test_named_sweeps():
     cores = os.cpu_count()
     threads = cputune.thread_settings()
-    assert len(threads) == cores and threads["intra 1, inter 1"] == cputune.Setting(intra=1, inter=1)
-    assert list(cputune.thread_settings(3, inter=2)) == ["intra 1, inter 2", "intra 2, inter 2", "intra 3, inter 2"]
+    assert len(threads) == cores and threads["intra 1, inter 1"] == cputune.Setting(
+        intra=1, inter=1
+    )
+    assert list(cputune.thread_settings(3, inter=2)) == [
+        "intra 1, inter 2",
+        "intra 2, inter 2",
+        "intra 3, inter 2",
+    ]
     for kind in cputune.SWEEPS:
         assert cputune.sweep_settings(kind)
     kmp = list(cputune.sweep_settings("OpenMP and KMP variables").values())[-1]
@@ -175,17 +272,44 @@ def test_named_sweeps():
 def test_run_sweep_on_the_pipeline_workload():
     table = cputune.run_sweep("oneDNN", "jpeg_pipeline", repeats=1, small=True)
     assert list(table["setting"]) == ["oneDNN on", "oneDNN off"] and (table["error"] == "").all()
-    assert list(table["onednn"]) == [True, False] and set(table["openmp"]) <= {"none", "libgomp", "libiomp"}
+    assert list(table["onednn"]) == [True, False] and set(table["openmp"]) <= {
+        "none",
+        "libgomp",
+        "libiomp",
+    }
 
 
 def test_check_fastest():
     import pandas as pd
 
-    table = pd.DataFrame([
-        {"setting": "a", "workload": "w", "median_ms": 10.0, "q1_ms": 9.5, "q3_ms": 10.5, "error": ""},
-        {"setting": "b", "workload": "w", "median_ms": 5.0, "q1_ms": 4.8, "q3_ms": 5.2, "error": ""},
-        {"setting": "c", "workload": "w", "median_ms": 5.3, "q1_ms": 5.1, "q3_ms": 5.6, "error": ""},
-    ])
+    table = pd.DataFrame(
+        [
+            {
+                "setting": "a",
+                "workload": "w",
+                "median_ms": 10.0,
+                "q1_ms": 9.5,
+                "q3_ms": 10.5,
+                "error": "",
+            },
+            {
+                "setting": "b",
+                "workload": "w",
+                "median_ms": 5.0,
+                "q1_ms": 4.8,
+                "q3_ms": 5.2,
+                "error": "",
+            },
+            {
+                "setting": "c",
+                "workload": "w",
+                "median_ms": 5.3,
+                "q1_ms": 5.1,
+                "q3_ms": 5.6,
+                "error": "",
+            },
+        ]
+    )
     assert cputune.check_fastest(table, "w", "b")
     assert "a tie" in repr(cputune.check_fastest(table, "w", "c"))
     assert "b ran faster" in repr(cputune.check_fastest(table, "w", "a"))
@@ -214,11 +338,19 @@ def test_numa_summary_counts_the_nodes(tmp_path):
 
 
 def test_comparisons_run_every_workload_in_each_settings_child(monkeypatch):
-    settings = {"1 thread": cputune.Setting(intra=1, inter=1), "2 threads": cputune.Setting(intra=2, inter=2)}
+    settings = {
+        "1 thread": cputune.Setting(intra=1, inter=1),
+        "2 threads": cputune.Setting(intra=2, inter=2),
+    }
     ran = fake_children(monkeypatch, seconds={"intra 1, inter 1": 0.02, "intra 2, inter 2": 0.01})
     tables = cputune.comparisons(settings, ["matmul", "conv_step"], repeats=2, rounds=1, small=True)
-    assert ran == ["intra 1, inter 1", "intra 2, inter 2"]  # one child per setting, not per workload
+    assert ran == [
+        "intra 1, inter 1",
+        "intra 2, inter 2",
+    ]  # one child per setting, not per workload
     assert list(tables) == ["matmul", "conv_step"]
-    assert all(t.attrs["baseline"] == "1 thread" and list(t["repeats"]) == [2, 2] for t in tables.values())
+    assert all(
+        t.attrs["baseline"] == "1 thread" and list(t["repeats"]) == [2, 2] for t in tables.values()
+    )
     with pytest.raises(ValueError, match="workloads must be among"):
         cputune.comparisons(settings, ["matmul", "typo"], repeats=1, rounds=1)

@@ -23,7 +23,8 @@ def test_a_deadline_counts_down_and_names_what_it_waited_for():
     clock.pause(1.0)  # cut short at the deadline
     assert clock.passed and clock.left() == 0.0
     assert clock.message("Connection refused") == (
-        "gave up after 0.3 s waiting for the dispatcher at 127.0.0.1:1 (Connection refused)")
+        "gave up after 0.3 s waiting for the dispatcher at 127.0.0.1:1 (Connection refused)"
+    )
 
 
 def test_until_returns_the_first_answer_zero_included():
@@ -34,7 +35,9 @@ def test_until_returns_the_first_answer_zero_included():
 def test_until_gives_up_at_its_deadline_naming_what():
     calls = []
     started = time.monotonic()
-    with pytest.raises(deadline.WaitTimeout, match=r"^gave up after 0.2 s waiting for worker:0 to report step 60$"):
+    with pytest.raises(
+        deadline.WaitTimeout, match=r"^gave up after 0.2 s waiting for worker:0 to report step 60$"
+    ):
         deadline.until(lambda: calls.append(1), 0.2, "worker:0 to report step 60", interval=0.05)
     assert 0.2 <= time.monotonic() - started < 2.0 and len(calls) >= 2
     assert issubclass(deadline.WaitTimeout, TimeoutError)
@@ -43,14 +46,23 @@ def test_until_gives_up_at_its_deadline_naming_what():
 def test_until_lets_the_condition_stop_early():
     def exited():
         raise RuntimeError("worker:0 exited (code 1) before step 60")
+
     with pytest.raises(RuntimeError, match="exited"):
         deadline.until(exited, 60, "worker:0")
 
 
-@pytest.mark.parametrize("seconds,what,words", [
-    (-1, "x", "seconds"), (math.nan, "x", "seconds"), (math.inf, "x", "seconds"), ("5", "x", "seconds"),
-    (10**9, "x", "seconds"), (1, "", "what"), (1, None, "what"),
-])
+@pytest.mark.parametrize(
+    "seconds,what,words",
+    [
+        (-1, "x", "seconds"),
+        (math.nan, "x", "seconds"),
+        (math.inf, "x", "seconds"),
+        ("5", "x", "seconds"),
+        (10**9, "x", "seconds"),
+        (1, "", "what"),
+        (1, None, "what"),
+    ],
+)
 def test_bad_deadlines_are_refused_before_any_wait(seconds, what, words):
     with pytest.raises((TypeError, ValueError), match=words):
         deadline.Deadline(seconds, what)
@@ -71,7 +83,11 @@ def _own_waits(source: str) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call) and ast.unparse(node.func) in ("time.sleep", "sleep"):
             found.append(ast.unparse(node))
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and "monotonic()" in ast.unparse(node.left):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Add)
+            and "monotonic()" in ast.unparse(node.left)
+        ):
             found.append(ast.unparse(node))
     return found
 
@@ -83,11 +99,17 @@ def _sources():
     for path in sorted(ROOT.glob("notebooks/*.ipynb")):
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             if cell["cell_type"] == "code":
-                code = TransformerManager().transform_cell("".join(cell["source"]))  # %magics to Python
+                code = TransformerManager().transform_cell(
+                    "".join(cell["source"])
+                )  # %magics to Python
                 yield f"{path.name} cell {i}", code
                 # the programs a cell writes to disk are strings: read them too
                 for node in ast.walk(ast.parse(code)):
-                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and "import" in node.value:
+                    if (
+                        isinstance(node, ast.Constant)
+                        and isinstance(node.value, str)
+                        and "import" in node.value
+                    ):
                         try:
                             ast.parse(node.value)
                         except SyntaxError:
@@ -103,5 +125,6 @@ def test_no_wait_is_written_by_hand_outside_the_deadline_module():
 
 
 def test_the_scan_finds_a_hand_written_wait():
-    assert set(_own_waits("import time\nends = time.monotonic() + 5\nwhile True:\n    time.sleep(0.1)\n")) == {
-        "time.sleep(0.1)", "time.monotonic() + 5"}
+    assert set(
+        _own_waits("import time\nends = time.monotonic() + 5\nwhile True:\n    time.sleep(0.1)\n")
+    ) == {"time.sleep(0.1)", "time.monotonic() + 5"}

@@ -44,7 +44,9 @@ def test_cpu_info_without_proc_file():
     assert set(info["features"].values()) == {False}
 
 
-@pytest.mark.parametrize("version,ok", [((3, 9), False), ((3, 10), True), ((3, 13), True), ((3, 14), False)])
+@pytest.mark.parametrize(
+    "version,ok", [((3, 9), False), ((3, 10), True), ((3, 13), True), ((3, 14), False)]
+)
 def test_python_ok(version, ok):
     assert env.python_ok(version) is ok
 
@@ -60,7 +62,9 @@ def run_fresh(code: str) -> subprocess.CompletedProcess[str]:
     """Run code in a fresh interpreter (fresh TensorFlow) and return its result."""
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
 
@@ -94,7 +98,9 @@ def test_logical_devices_one_after_init_is_harmless():
     assert result.stdout.strip() == "1"
 
 
-@pytest.mark.parametrize("bad,error", [(0, ValueError), (-2, ValueError), (2.5, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "bad,error", [(0, ValueError), (-2, ValueError), (2.5, TypeError), (True, TypeError)]
+)
 def test_logical_devices_bad_n(bad, error):
     with pytest.raises(error, match="n must be"):
         env.setup_logical_devices(bad)
@@ -129,7 +135,12 @@ AMX = "model name\t: Intel Xeon\nflags\t\t: avx avx2 fma avx512f avx512_vnni avx
     ("opts", "cpuinfo", "isa", "words"),
     [
         ("", AVX2_ONLY, "", "CPU without AVX512_VNNI, AVX_VNNI, AVX512_BF16 or AMX"),
-        ("", AVX2_ONLY.replace("fma", "fma avx_vnni"), "", "CPU with AVX_VNNI"),  # a 12th-gen Intel laptop
+        (
+            "",
+            AVX2_ONLY.replace("fma", "fma avx_vnni"),
+            "",
+            "CPU with AVX_VNNI",
+        ),  # a 12th-gen Intel laptop
         ("", AMX, "", "CPU with AVX512_VNNI, AVX512_BF16, AMX_TILE"),
         ("0", AMX, "", "TF_ENABLE_ONEDNN_OPTS=0 is set"),
         ("1", AVX2_ONLY, "AVX2", "TF_ENABLE_ONEDNN_OPTS=1 is set"),

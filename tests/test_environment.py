@@ -13,7 +13,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def requirement_lines(text: str) -> set[str]:
     """Requirement specifiers, whitespace removed, comments and blank lines dropped."""
-    return {re.sub(r"\s+", "", line) for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")}
+    return {
+        re.sub(r"\s+", "", line)
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    }
 
 
 def test_environment_yml_matches_requirements():
@@ -42,8 +46,14 @@ def test_pyproject_reads_requirements_and_ships_helpers():
 
 
 def test_test_tools_are_only_in_the_test_extra():
-    runtime = {re.split(r"[~<>=]", r)[0] for r in requirement_lines((ROOT / "requirements.txt").read_text())}
-    tools = {re.split(r"[~<>=]", r)[0] for r in requirement_lines((ROOT / "requirements-test.txt").read_text())}
+    runtime = {
+        re.split(r"[~<>=]", r)[0]
+        for r in requirement_lines((ROOT / "requirements.txt").read_text())
+    }
+    tools = {
+        re.split(r"[~<>=]", r)[0]
+        for r in requirement_lines((ROOT / "requirements-test.txt").read_text())
+    }
     assert {"pytest", "playwright", "ruff", "nbval"} <= tools
     assert not runtime & tools, f"in both lists: {runtime & tools}"
 

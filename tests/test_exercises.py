@@ -17,7 +17,9 @@ def test_counting_calls_counts_traced_calls_and_puts_the_function_back():
     original = tf.io.decode_jpeg
     jpeg = tf.io.encode_jpeg(tf.zeros([4, 4, 3], tf.uint8))
     with counting_calls((tf.io, tf.image), "decode_jpeg") as count:
-        dataset = tf.data.Dataset.from_tensors(jpeg).repeat(3).map(tf.image.decode_jpeg)  # traced once, runs 3 times
+        dataset = (
+            tf.data.Dataset.from_tensors(jpeg).repeat(3).map(tf.image.decode_jpeg)
+        )  # traced once, runs 3 times
         assert len(list(dataset)) == 3
         tf.io.decode_jpeg(jpeg)  # and once eagerly
     assert int(count.numpy()) == 4

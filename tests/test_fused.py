@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.topics import fused
+from helpers.topics import fused, fused_batchnorm
 
 
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 def test_batchnorm_paths_agree_forward(data_format):
-    assert fused.batchnorm_difference((4, 8, 8, 6), data_format) < 1e-4
+    assert fused_batchnorm.batchnorm_difference((4, 8, 8, 6), data_format) < 1e-4
 
 
 def test_batchnorm_paths_agree_on_gradients():
@@ -33,7 +33,9 @@ def test_xla_gives_the_same_numbers(chain):
 def test_decode_and_crop_differs_only_slightly():
     fraction, largest = fused.crop_difference(240, 320, 112)
     assert 0.0 <= fraction < 0.05 and 0 <= largest <= 255  # a few values, at JPEG block edges
-    shapes = {name: tuple(fn().shape) for name, fn in fused.decode_crop_variants(240, 320, 112).items()}
+    shapes = {
+        name: tuple(fn().shape) for name, fn in fused.decode_crop_variants(240, 320, 112).items()
+    }
     assert set(shapes.values()) == {(112, 112, 3)}
 
 
@@ -65,7 +67,11 @@ def test_keras_batchnorm_runs_unfused_ops():
 
     layer = keras.layers.BatchNormalization()
     layer.build((None, 4, 4, 3))
-    graph = tf.function(lambda t: layer(t, training=True)).get_concrete_function(tf.TensorSpec([2, 4, 4, 3])).graph
+    graph = (
+        tf.function(lambda t: layer(t, training=True))
+        .get_concrete_function(tf.TensorSpec([2, 4, 4, 3]))
+        .graph
+    )
     ops = {op.type for op in graph.get_operations()}
     assert {"Mean", "SquaredDifference", "Rsqrt"} <= set(ops)
     assert not any(op.startswith("FusedBatchNorm") for op in ops)
@@ -81,15 +87,23 @@ def test_keras_batchnorm_variants_agree():
     grads = fused.keras_batchnorm_variants((4, 8, 8, 6), backward=True)
     a, b = grads["Keras layer"](), grads["fused_batch_norm"]()
     for ga, gb in zip(a, b, strict=True):
-        assert float(tf.reduce_max(tf.abs(ga - gb))) / (float(tf.reduce_max(tf.abs(gb))) + 1e-6) < 1e-3
+        assert (
+            float(tf.reduce_max(tf.abs(ga - gb))) / (float(tf.reduce_max(tf.abs(gb))) + 1e-6) < 1e-3
+        )
 
 
 def test_data_format_table_shows_the_nchw_error_without_onednn():
     table = fused.data_format_table(small=True, repeats=2)
     rows = {(r.setting, r.workload): r for r in table.itertuples()}
     assert len(rows) == 4
-    assert rows[("oneDNN on", "conv2d_NCHW")].error == "" and rows[("oneDNN on", "conv2d_NCHW")].median_ms > 0
-    assert "only supports the NHWC tensor format on the CPU" in rows[("oneDNN off", "conv2d_NCHW")].error
+    assert (
+        rows[("oneDNN on", "conv2d_NCHW")].error == ""
+        and rows[("oneDNN on", "conv2d_NCHW")].median_ms > 0
+    )
+    assert (
+        "only supports the NHWC tensor format on the CPU"
+        in rows[("oneDNN off", "conv2d_NCHW")].error
+    )
     assert rows[("oneDNN off", "conv2d_NHWC")].onednn is False
 
 
@@ -108,25 +122,42 @@ def test_exercise_checks():
     assert "no FusedBatchNorm op" in repr(fused.check_fused_batchnorm(unfused))
     assert "raised" in repr(fused.check_fused_batchnorm(lambda x: x[99]))
     assert "pass your function" in repr(fused.check_fused_batchnorm(None))
-    assert fused.check_window_decode(lambda j, t, left, h, w: tf.io.decode_and_crop_jpeg(j, [t, left, h, w], channels=3))
+    assert fused.check_window_decode(
+        lambda j, t, left, h, w: tf.io.decode_and_crop_jpeg(j, [t, left, h, w], channels=3)
+    )
     slow = fused.check_window_decode(
-        lambda j, t, left, h, w: tf.image.crop_to_bounding_box(tf.io.decode_jpeg(j, channels=3), t, left, h, w))
+        lambda j, t, left, h, w: tf.image.crop_to_bounding_box(
+            tf.io.decode_jpeg(j, channels=3), t, left, h, w
+        )
+    )
     assert "no DecodeAndCropJpeg op" in repr(slow)
-    wrong = fused.check_window_decode(lambda j, t, left, h, w: tf.io.decode_and_crop_jpeg(j, [0, 0, h, w], channels=3))
+    wrong = fused.check_window_decode(
+        lambda j, t, left, h, w: tf.io.decode_and_crop_jpeg(j, [0, 0, h, w], channels=3)
+    )
     assert "is the box right" in repr(wrong)
 
 
 def test_batchnorm_grid_has_every_case():
     calls = []
     grid = fused.batchnorm_grid((2, 4, 4, 3), repeats=1, on_progress=lambda d, t: calls.append(d))
-    assert list(grid.index) == [("NHWC", "forward"), ("NHWC", "forward + backward"),
-                                ("NCHW", "forward"), ("NCHW", "forward + backward")]
+    assert list(grid.index) == [
+        ("NHWC", "forward"),
+        ("NHWC", "forward + backward"),
+        ("NCHW", "forward"),
+        ("NCHW", "forward + backward"),
+    ]
     assert (grid["fused ms"] > 0).all() and grid["speed-up"].str.match(r"^\d+\.\d\dx \[").all()
     assert calls == [1, 2, 3, 4]
     lines = fused.grid_summary(grid).splitlines()
-    assert [line.split(":")[0] for line in lines] == ["NHWC forward", "NHWC forward + backward", "NCHW forward",
-                                                      "NCHW forward + backward"]
-    assert all("Expected here" in line for line in lines[:2]) and not any("Expected" in line for line in lines[2:])
+    assert [line.split(":")[0] for line in lines] == [
+        "NHWC forward",
+        "NHWC forward + backward",
+        "NCHW forward",
+        "NCHW forward + backward",
+    ]
+    assert all("Expected here" in line for line in lines[:2]) and not any(
+        "Expected" in line for line in lines[2:]
+    )
 
 
 def test_remapper_variants_run_the_fused_and_the_separate_graph():
@@ -142,4 +173,6 @@ def test_remapper_variants_run_the_fused_and_the_separate_graph():
     assert "_FusedConv2D" in graphs.optimized_op_types(variants["remapper on"])
     off, on = variants["remapper off"](), variants["remapper on"]()
     assert float(tf.reduce_max(tf.abs(off - on))) < 1e-4
-    assert tf.config.optimizer.get_experimental_options().get("remapping", True) is before.get("remapping", True)
+    assert tf.config.optimizer.get_experimental_options().get("remapping", True) is before.get(
+        "remapping", True
+    )

@@ -25,6 +25,7 @@ def judge(feedback, passes: bool, words: str) -> None:
 
 # --- 09: an LSTM that takes cuDNN on a GPU ---------------------------------------------------
 
+
 def _lstm(**kwargs):
     import keras
 
@@ -36,12 +37,32 @@ def _cudnn_answers():
     import tensorflow as tf
 
     return [
-        ("stub", lambda: _lstm(dropout=0.2, recurrent_dropout=0.2, activation="relu", unroll=True), False, "recurrent_dropout"),
+        (
+            "stub",
+            lambda: _lstm(dropout=0.2, recurrent_dropout=0.2, activation="relu", unroll=True),
+            False,
+            "recurrent_dropout",
+        ),
         ("solution", lambda: _lstm(dropout=0.2), True, "cuDNN"),
-        ("tf.tanh, tf.sigmoid", lambda: _lstm(activation=tf.tanh, recurrent_activation=tf.sigmoid), True, "cuDNN"),
-        ("keras.ops names", lambda: _lstm(activation=keras.ops.tanh, recurrent_activation=keras.ops.sigmoid), True, "cuDNN"),
+        (
+            "tf.tanh, tf.sigmoid",
+            lambda: _lstm(activation=tf.tanh, recurrent_activation=tf.sigmoid),
+            True,
+            "cuDNN",
+        ),
+        (
+            "keras.ops names",
+            lambda: _lstm(activation=keras.ops.tanh, recurrent_activation=keras.ops.sigmoid),
+            True,
+            "cuDNN",
+        ),
         ("use_cudnn=True", lambda: _lstm(use_cudnn=True, dropout=0.5), True, "cuDNN"),
-        ("recurrent dropout (the warned mistake)", lambda: _lstm(recurrent_dropout=0.1), False, "recurrent_dropout=0.1"),
+        (
+            "recurrent dropout (the warned mistake)",
+            lambda: _lstm(recurrent_dropout=0.1),
+            False,
+            "recurrent_dropout=0.1",
+        ),
         ("relu", lambda: _lstm(activation="relu"), False, "activation=relu"),
         ("no bias", lambda: _lstm(use_bias=False), False, "use_bias=False"),
         ("a GRU", lambda: keras.layers.GRU(64), False, "pass a keras.layers.LSTM"),
@@ -49,7 +70,22 @@ def _cudnn_answers():
     ]
 
 
-@pytest.mark.parametrize("row", range(10), ids=["stub", "solution", "tf-names", "ops-names", "use_cudnn", "recurrent_dropout", "relu", "no-bias", "gru", "string"])
+@pytest.mark.parametrize(
+    "row",
+    range(10),
+    ids=[
+        "stub",
+        "solution",
+        "tf-names",
+        "ops-names",
+        "use_cudnn",
+        "recurrent_dropout",
+        "relu",
+        "no-bias",
+        "gru",
+        "string",
+    ],
+)
 def test_cudnn_ready_grader(row):
     from helpers.topics import rnn
 
@@ -67,6 +103,7 @@ def test_cudnn_blockers_know_gru_reset_after():
 
 
 # --- 00: measure the warm-up -----------------------------------------------------------------
+
 
 def _warmup_answers():
     import tensorflow as tf
@@ -93,7 +130,8 @@ def _warmup_answers():
 
     def already_traced():  # the mistake the check names: the function was called before, so the
         # "first" call is a steady one. Its time is set to 1.5 steady medians rather than measured:
-        # one call is one sample, and on a loaded machine one sample can take 20 medians (seen in CI).
+        # one call is one sample, and on a loaded machine one sample can take 20 medians (seen in
+        # CI).
         chain = new_function()
         chain(x)
         steady = timing.measure(chain, x, repeats=10)
@@ -114,7 +152,11 @@ def _warmup_answers():
     ]
 
 
-@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "perf_counter", "already-traced", "three-repeats", "string", "nan"])
+@pytest.mark.parametrize(
+    "row",
+    range(7),
+    ids=["stub", "solution", "perf_counter", "already-traced", "three-repeats", "string", "nan"],
+)
 def test_warmup_grader(row):
     from helpers.topics import start
 
@@ -124,6 +166,7 @@ def test_warmup_grader(row):
 
 # --- 15: the comparison that varies most between machines -------------------------------------
 
+
 @pytest.fixture(scope="module")
 def speedups():
     from helpers import gather
@@ -132,8 +175,7 @@ def speedups():
 
 
 def _most_varied_answers():
-    def stub(table):
-        ...
+    def stub(table): ...
 
     def solution(table):
         ratio = table.max(axis=1) / table.min(axis=1)
@@ -175,17 +217,33 @@ def _most_varied_answers():
     ]
 
 
-@pytest.mark.parametrize("row", range(8), ids=["stub", "solution", "adds-column", "loop", "difference", "one-machine", "raises", "series"])
+@pytest.mark.parametrize(
+    "row",
+    range(8),
+    ids=[
+        "stub",
+        "solution",
+        "adds-column",
+        "loop",
+        "difference",
+        "one-machine",
+        "raises",
+        "series",
+    ],
+)
 def test_most_varied_grader(row, speedups):
     from helpers import gather
 
     before = speedups.copy()
     name, fn, passes, words = _most_varied_answers()[row]
     judge(gather.check_most_varied(fn, speedups), passes, words)
-    assert speedups.equals(before) and list(speedups.columns) == list(before.columns)  # the table is untouched
+    assert speedups.equals(before) and list(speedups.columns) == list(
+        before.columns
+    )  # the table is untouched
 
 
 # --- 07: cache after the decode, augment after the cache --------------------------------------
+
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
@@ -213,7 +271,10 @@ def _pipeline_answers():
         return dataset.map(augment_random, num_parallel_calls=auto).batch(32).prefetch(auto)
 
     def decode_by_hand(paths, decode=None):  # correct: its own parse and tf.image.decode_jpeg
-        spec = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+        spec = {
+            "image": tf.io.FixedLenFeature([], tf.string),
+            "label": tf.io.FixedLenFeature([], tf.int64),
+        }
 
         def parse(raw):
             parsed = tf.io.parse_single_example(raw, spec)
@@ -221,7 +282,9 @@ def _pipeline_answers():
 
         return tf.data.TFRecordDataset(paths).map(parse).cache().map(augment_random).batch(16)
 
-    def cached_augmentation_shuffled(paths, decode=decode_record):  # the warned bug, hidden by a shuffle
+    def cached_augmentation_shuffled(
+        paths, decode=decode_record
+    ):  # the warned bug, hidden by a shuffle
         dataset = tf.data.TFRecordDataset(paths).map(decode).map(augment_random).cache()
         return dataset.shuffle(64).batch(64)
 
@@ -239,14 +302,32 @@ def _pipeline_answers():
         ("solution", solution, True, "fresh augmentation"),
         ("ignores decode=", without_decode_argument, True, "fresh augmentation"),
         ("tf.image.decode_jpeg by hand", decode_by_hand, True, "fresh augmentation"),
-        ("cached augmentation, shuffled", cached_augmentation_shuffled, False, "augmentation before the cache"),
+        (
+            "cached augmentation, shuffled",
+            cached_augmentation_shuffled,
+            False,
+            "augmentation before the cache",
+        ),
         ("no cache", no_cache, False, "128 JPEG decodes"),
         ("raw bytes cached", raw_bytes_cached, False, "128 JPEG decodes"),
         ("raises", raises, False, "calling your function raised ValueError: not written yet"),
     ]
 
 
-@pytest.mark.parametrize("row", range(8), ids=["stub", "solution", "no-decode-arg", "decode-by-hand", "cached-aug-shuffled", "no-cache", "raw-cached", "raises"])
+@pytest.mark.parametrize(
+    "row",
+    range(8),
+    ids=[
+        "stub",
+        "solution",
+        "no-decode-arg",
+        "decode-by-hand",
+        "cached-aug-shuffled",
+        "no-cache",
+        "raw-cached",
+        "raises",
+    ],
+)
 def test_reordered_grader(row, shards):
     import tensorflow as tf
 
@@ -261,6 +342,7 @@ def test_reordered_grader(row, shards):
 
 # --- 01: the graph of z = x @ w + b -------------------------------------------------------------
 
+
 def _graph(body):
     import tensorflow as tf
 
@@ -274,12 +356,37 @@ def _graph(body):
 
 AFFINE = [
     ("stub", lambda: None, False, "must be a tf.Graph"),
-    ("solution", lambda: _graph(lambda tf, x, w: tf.matmul(x, w) + tf.constant([1.0, 2.0])), True, "ops"),
-    ("bias_add", lambda: _graph(lambda tf, x, w: tf.nn.bias_add(x @ w, tf.constant([1.0, 2.0]))), True, "ops"),
-    ("einsum and tf.add", lambda: _graph(lambda tf, x, w: tf.add(tf.einsum("ij,jk->ik", x, w), 1.0)), True, "ops"),
+    (
+        "solution",
+        lambda: _graph(lambda tf, x, w: tf.matmul(x, w) + tf.constant([1.0, 2.0])),
+        True,
+        "ops",
+    ),
+    (
+        "bias_add",
+        lambda: _graph(lambda tf, x, w: tf.nn.bias_add(x @ w, tf.constant([1.0, 2.0]))),
+        True,
+        "ops",
+    ),
+    (
+        "einsum and tf.add",
+        lambda: _graph(lambda tf, x, w: tf.add(tf.einsum("ij,jk->ik", x, w), 1.0)),
+        True,
+        "ops",
+    ),
     ("no add", lambda: _graph(lambda tf, x, w: x @ w), False, "missing an add"),
-    ("multiply, not matmul", lambda: _graph(lambda tf, x, w: x[:, :2] * w[0] + 1.0), False, "missing a matmul"),
-    ("eager, not a graph", lambda: __import__("tensorflow").constant(1.0), False, "must be a tf.Graph"),
+    (
+        "multiply, not matmul",
+        lambda: _graph(lambda tf, x, w: x[:, :2] * w[0] + 1.0),
+        False,
+        "missing a matmul",
+    ),
+    (
+        "eager, not a graph",
+        lambda: __import__("tensorflow").constant(1.0),
+        False,
+        "must be a tf.Graph",
+    ),
 ]
 
 
@@ -293,6 +400,7 @@ def test_affine_graph_grader(row):
 
 # --- 04: two towers summed with add_n on CPU:0 (placement tables as log.run returns them) -------
 
+
 def _table(rows):
     import pandas as pd
 
@@ -301,18 +409,63 @@ def _table(rows):
 
 TOWERS = [
     ("stub", None, None, False, "my_towers returned nothing: return the tf.add_n"),
-    ("solution", "right", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
-     True, "towers on CPU:2, CPU:3"),
-    ("oneDNN kernels", "right", [("MatMul", "_MklMatMul", "CPU:3"), ("MatMul_1", "_MklMatMul", "CPU:2"),
-                                 ("AddN", "AddN", "CPU:0")], True, "towers on CPU:2, CPU:3"),
-    ("einsum towers", "right", [("einsum/Einsum", "Einsum", "CPU:2"), ("einsum_1/Einsum", "Einsum", "CPU:3"),
-                                ("AddN", "AddN", "CPU:0")], True, "towers on CPU:2, CPU:3"),
-    ("one tower", "right", [("MatMul", "MatMul", "CPU:2"), ("AddN", "AddN", "CPU:0")], False, "put one tower on CPU:2"),
-    ("sum on a tower's device", "right", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"),
-                                          ("AddN", "AddN", "CPU:3")], False, "not on CPU:0"),
-    ("wrong numbers", "double", [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"),
-                                 ("AddN", "AddN", "CPU:0")], False, "differs from batch^T batch"),
-    ("a list, not a tensor", "list", [("AddN", "AddN", "CPU:0")], False, "returned a list, not a tensor"),
+    (
+        "solution",
+        "right",
+        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
+        True,
+        "towers on CPU:2, CPU:3",
+    ),
+    (
+        "oneDNN kernels",
+        "right",
+        [
+            ("MatMul", "_MklMatMul", "CPU:3"),
+            ("MatMul_1", "_MklMatMul", "CPU:2"),
+            ("AddN", "AddN", "CPU:0"),
+        ],
+        True,
+        "towers on CPU:2, CPU:3",
+    ),
+    (
+        "einsum towers",
+        "right",
+        [
+            ("einsum/Einsum", "Einsum", "CPU:2"),
+            ("einsum_1/Einsum", "Einsum", "CPU:3"),
+            ("AddN", "AddN", "CPU:0"),
+        ],
+        True,
+        "towers on CPU:2, CPU:3",
+    ),
+    (
+        "one tower",
+        "right",
+        [("MatMul", "MatMul", "CPU:2"), ("AddN", "AddN", "CPU:0")],
+        False,
+        "put one tower on CPU:2",
+    ),
+    (
+        "sum on a tower's device",
+        "right",
+        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:3")],
+        False,
+        "not on CPU:0",
+    ),
+    (
+        "wrong numbers",
+        "double",
+        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
+        False,
+        "differs from batch^T batch",
+    ),
+    (
+        "a list, not a tensor",
+        "list",
+        [("AddN", "AddN", "CPU:0")],
+        False,
+        "returned a list, not a tensor",
+    ),
     ("no table", "right", None, False, "pass the table that log.run"),
 ]
 
@@ -333,14 +486,14 @@ def test_towers_grader(row):
 
 # --- 01: a training step as a tf.function -------------------------------------------------------
 
+
 def _training_answers(v):
     import keras
     import tensorflow as tf
 
     sgd = keras.optimizers.SGD(0.1)
 
-    def stub():
-        ...
+    def stub(): ...
 
     @tf.function
     def solution():
@@ -395,7 +548,11 @@ def _training_answers(v):
     ]
 
 
-@pytest.mark.parametrize("row", range(8), ids=["stub", "solution", "by-hand", "adam", "eager", "ascends", "frozen", "raises"])
+@pytest.mark.parametrize(
+    "row",
+    range(8),
+    ids=["stub", "solution", "by-hand", "adam", "eager", "ascends", "frozen", "raises"],
+)
 def test_training_step_grader(row):
     import numpy as np
     import tensorflow as tf
@@ -416,12 +573,28 @@ def test_training_step_grader_needs_a_variable():
 
 # --- 10: read the fastest setting off a sweep table ---------------------------------------------
 
+
 def _sweep():
     import pandas as pd
 
-    rows = [("intra 1, inter 1", 10.0, 9.5, 10.5), ("intra 2, inter 1", 6.0, 5.8, 6.3), ("intra 4, inter 1", 6.2, 5.9, 6.6)]
-    return pd.DataFrame([{"setting": s, "workload": "conv_step", "median_ms": m, "q1_ms": q1, "q3_ms": q3, "error": ""}
-                         for s, m, q1, q3 in rows])
+    rows = [
+        ("intra 1, inter 1", 10.0, 9.5, 10.5),
+        ("intra 2, inter 1", 6.0, 5.8, 6.3),
+        ("intra 4, inter 1", 6.2, 5.9, 6.6),
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "setting": s,
+                "workload": "conv_step",
+                "median_ms": m,
+                "q1_ms": q1,
+                "q3_ms": q3,
+                "error": "",
+            }
+            for s, m, q1, q3 in rows
+        ]
+    )
 
 
 FASTEST = [
@@ -449,17 +622,51 @@ def test_fastest_grader(row):
 HOSTS = ["host-a:2222", "host-b:2222", "host-c:2222"]
 TF_CONFIGS = [
     ("stub", "{}", False, "its cluster should be"),
-    ("solution", json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}}), True, "third host"),
-    ("keys in another order, spaced", '{ "task": {"index": 2, "type": "worker"},\n  "cluster": {"worker": ' + json.dumps(HOSTS) + "} }",
-     True, "third host"),
-    ("with rpc_layer", json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}, "rpc_layer": "grpc"}),
-     True, "third host"),
-    ("counted from 1 (the typical mistake)", json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 3}}),
-     False, "counted from 0"),
-    ("a dict, not JSON text", {"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}}, False, "must be a JSON string"),
+    (
+        "solution",
+        json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}}),
+        True,
+        "third host",
+    ),
+    (
+        "keys in another order, spaced",
+        '{ "task": {"index": 2, "type": "worker"},\n  "cluster": {"worker": '
+        + json.dumps(HOSTS)
+        + "} }",
+        True,
+        "third host",
+    ),
+    (
+        "with rpc_layer",
+        json.dumps(
+            {
+                "cluster": {"worker": HOSTS},
+                "task": {"type": "worker", "index": 2},
+                "rpc_layer": "grpc",
+            }
+        ),
+        True,
+        "third host",
+    ),
+    (
+        "counted from 1 (the typical mistake)",
+        json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 3}}),
+        False,
+        "counted from 0",
+    ),
+    (
+        "a dict, not JSON text",
+        {"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}},
+        False,
+        "must be a JSON string",
+    ),
     ("Python's repr", str({"cluster": {"worker": HOSTS}}), False, "must be a JSON string"),
-    ("two workers listed", json.dumps({"cluster": {"worker": HOSTS[:2]}, "task": {"type": "worker", "index": 1}}), False,
-     "its cluster should be"),
+    (
+        "two workers listed",
+        json.dumps({"cluster": {"worker": HOSTS[:2]}, "task": {"type": "worker", "index": 1}}),
+        False,
+        "its cluster should be",
+    ),
 ]
 
 
@@ -473,11 +680,14 @@ def test_tf_config_grader(row):
 
 # --- 14: the op type with the most time in a trace ---------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def trace():
     from helpers.topics import profiling
 
-    return profiling.events(profiling.load(Path(__file__).parent / "fixtures" / "profile" / "six_steps.xplane.pb"))
+    return profiling.events(
+        profiling.load(Path(__file__).parent / "fixtures" / "profile" / "six_steps.xplane.pb")
+    )
 
 
 def _slowest_answers(trace):
@@ -489,14 +699,21 @@ def _slowest_answers(trace):
         ("stub", "...", False, "is not an op type in this trace"),
         ("solution", table.index[0], True, "of all op time"),
         ("top=1", profiling.op_table(trace, top=1).index[0], True, "of all op time"),
-        ("pandas by hand", ops.groupby("op_type")["duration_ms"].sum().idxmax(), True, "of all op time"),
+        (
+            "pandas by hand",
+            ops.groupby("op_type")["duration_ms"].sum().idxmax(),
+            True,
+            "of all op time",
+        ),
         ("the second", table.index[1], False, "another op type took more"),
         ("the least time", table.index[-1], False, "another op type took more"),
         ("not a string", 7, False, "is not an op type in this trace"),
     ]
 
 
-@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "top-1", "by-hand", "second", "least", "number"])
+@pytest.mark.parametrize(
+    "row", range(7), ids=["stub", "solution", "top-1", "by-hand", "second", "least", "number"]
+)
 def test_slowest_op_grader(row, trace):
     from helpers.topics import profiling
 
@@ -505,6 +722,7 @@ def test_slowest_op_grader(row, trace):
 
 
 # --- 12: a mixed-precision model with a float32 output; a loss-scaled step ----------------------
+
 
 def _classifier(policy, last_dtype=None, softmax_layer=False):
     import keras
@@ -522,12 +740,37 @@ def _classifier(policy, last_dtype=None, softmax_layer=False):
 
 
 FLOAT32_OUTPUT = [
-    ("stub", lambda: _classifier("mixed_bfloat16"), False, "the model's output is <dtype: 'bfloat16'>: give its last layer dtype='float32'"),
+    (
+        "stub",
+        lambda: _classifier("mixed_bfloat16"),
+        False,
+        "the model's output is <dtype: 'bfloat16'>: give its last layer dtype='float32'",
+    ),
     ("solution", lambda: _classifier("mixed_bfloat16", "float32"), True, "the output is float32"),
-    ("a float32 Activation layer", lambda: _classifier("mixed_bfloat16", softmax_layer=True), True, "the output is float32"),
-    ("mixed_float16", lambda: _classifier("mixed_float16", "float32"), True, "the output is float32"),
-    ("all float32 (no mixed precision)", lambda: _classifier("float32"), False, "no layer computes in bfloat16"),
-    ("a layer, not a model", lambda: __import__("keras").layers.Dense(3), False, "pass a keras.Model"),
+    (
+        "a float32 Activation layer",
+        lambda: _classifier("mixed_bfloat16", softmax_layer=True),
+        True,
+        "the output is float32",
+    ),
+    (
+        "mixed_float16",
+        lambda: _classifier("mixed_float16", "float32"),
+        True,
+        "the output is float32",
+    ),
+    (
+        "all float32 (no mixed precision)",
+        lambda: _classifier("float32"),
+        False,
+        "no layer computes in bfloat16",
+    ),
+    (
+        "a layer, not a model",
+        lambda: __import__("keras").layers.Dense(3),
+        False,
+        "pass a keras.Model",
+    ),
 ]
 
 
@@ -537,7 +780,9 @@ def test_float32_output_grader(row):
 
     name, make, passes, words = FLOAT32_OUTPUT[row]
     judge(precision.check_float32_output(make()), passes, words)
-    assert __import__("keras").mixed_precision.global_policy().name == "float32"  # the check left the policy alone
+    assert (
+        __import__("keras").mixed_precision.global_policy().name == "float32"
+    )  # the check left the policy alone
 
 
 def _scaled_step_answers():
@@ -554,13 +799,17 @@ def _scaled_step_answers():
             scaled_loss = optimizer.scale_loss(loss)
         optimizer.apply(tape.gradient(scaled_loss, [w]), [w])
 
-    def by_hand(w, x, optimizer):  # a fixed scale of 1024, unscaled in float32, applied by the inner optimizer
+    def by_hand(
+        w, x, optimizer
+    ):  # a fixed scale of 1024, unscaled in float32, applied by the inner optimizer
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.cast(w, tf.float16) * x) * 1024.0
         (gradient,) = tape.gradient(loss, [w])
         optimizer.inner_optimizer.apply([gradient / 1024.0], [w])
 
-    def with_apply_gradients(w, x, optimizer):  # the solution with the (gradient, variable) pairs spelling
+    def with_apply_gradients(
+        w, x, optimizer
+    ):  # the solution with the (gradient, variable) pairs spelling
         with tf.GradientTape() as tape:
             scaled_loss = optimizer.scale_loss(tf.reduce_mean(tf.cast(w, tf.float16) * x))
         optimizer.apply_gradients(zip(tape.gradient(scaled_loss, [w]), [w], strict=True))
@@ -591,7 +840,20 @@ def _scaled_step_answers():
     ]
 
 
-@pytest.mark.parametrize("row", range(8), ids=["stub", "not-unscaled", "none", "solution", "by-hand", "apply_gradients", "outside-tape", "raises"])
+@pytest.mark.parametrize(
+    "row",
+    range(8),
+    ids=[
+        "stub",
+        "not-unscaled",
+        "none",
+        "solution",
+        "by-hand",
+        "apply_gradients",
+        "outside-tape",
+        "raises",
+    ],
+)
 def test_scaled_step_grader(row):
     from helpers.topics import precision
 
@@ -601,6 +863,7 @@ def test_scaled_step_grader(row):
 
 # --- 02: pin a matmul; say where an eager result lives -------------------------------------------
 
+
 def _placements(*rows):
     return _table([(op, kernel, device) for op, kernel, device in rows])
 
@@ -609,10 +872,34 @@ INFERENCE = ("__inference_my_pinned_12", "__inference_my_pinned_12", "CPU:0")
 PINNED = [
     ("stub (nothing ran)", _placements(), "CPU:1", False, "shows no MatMul"),
     ("solution", _placements(INFERENCE, ("MatMul", "MatMul", "CPU:1")), "CPU:1", True, "as pinned"),
-    ("oneDNN's kernel name", _placements(INFERENCE, ("MatMul", "_MklMatMul", "CPU:1")), "CPU:1", True, "as pinned"),
-    ("the device in long form", _placements(INFERENCE, ("MatMul", "MatMul", "CPU:1")), "/device:CPU:1", True, "as pinned"),
-    ("eager, no tf.function", _placements(("MatMul", "MatMul", "CPU:1")), "CPU:1", False, "ran eagerly"),
-    ("not pinned", _placements(INFERENCE, ("MatMul", "MatMul", "CPU:0")), "CPU:1", False, "ran on ['CPU:0'], not on CPU:1"),
+    (
+        "oneDNN's kernel name",
+        _placements(INFERENCE, ("MatMul", "_MklMatMul", "CPU:1")),
+        "CPU:1",
+        True,
+        "as pinned",
+    ),
+    (
+        "the device in long form",
+        _placements(INFERENCE, ("MatMul", "MatMul", "CPU:1")),
+        "/device:CPU:1",
+        True,
+        "as pinned",
+    ),
+    (
+        "eager, no tf.function",
+        _placements(("MatMul", "MatMul", "CPU:1")),
+        "CPU:1",
+        False,
+        "ran eagerly",
+    ),
+    (
+        "not pinned",
+        _placements(INFERENCE, ("MatMul", "MatMul", "CPU:0")),
+        "CPU:1",
+        False,
+        "ran on ['CPU:0'], not on CPU:1",
+    ),
     ("the result, not the table", None, "CPU:1", False, "pass the table"),
 ]
 
@@ -649,11 +936,11 @@ def test_result_device_grader(row):
 
 # --- 08: decode only a window of a JPEG ----------------------------------------------------------
 
+
 def _window_answers():
     import tensorflow as tf
 
-    def stub(jpeg, top, left, height, width):
-        ...
+    def stub(jpeg, top, left, height, width): ...
 
     def solution(jpeg, top, left, height, width):
         return tf.io.decode_and_crop_jpeg(jpeg, [top, left, height, width], channels=3)
@@ -665,8 +952,12 @@ def _window_answers():
     def as_tf_function(jpeg, top, left, height, width):  # the op inside the learner's own graph
         return tf.io.decode_and_crop_jpeg(jpeg, [top, left, height, width], channels=3)
 
-    def decode_then_crop(jpeg, top, left, height, width):  # the mistake the exercise is about: decodes every pixel
-        return tf.image.crop_to_bounding_box(tf.io.decode_jpeg(jpeg, channels=3), top, left, height, width)
+    def decode_then_crop(
+        jpeg, top, left, height, width
+    ):  # the mistake the exercise is about: decodes every pixel
+        return tf.image.crop_to_bounding_box(
+            tf.io.decode_jpeg(jpeg, channels=3), top, left, height, width
+        )
 
     def box_swapped(jpeg, top, left, height, width):  # x before y, as in many image libraries
         return tf.io.decode_and_crop_jpeg(jpeg, [left, top, width, height], channels=3)
@@ -682,7 +973,11 @@ def _window_answers():
     ]
 
 
-@pytest.mark.parametrize("row", range(7), ids=["stub", "solution", "alias", "tf-function", "decode-then-crop", "swapped", "string"])
+@pytest.mark.parametrize(
+    "row",
+    range(7),
+    ids=["stub", "solution", "alias", "tf-function", "decode-then-crop", "swapped", "string"],
+)
 def test_window_decode_grader(row):
     from helpers.topics import fused
 
@@ -692,6 +987,7 @@ def test_window_decode_grader(row):
 
 # --- 00: the chain as one graph (tf.function) --------------------------------------------------
 
+
 def _chain_answers():
     import functools
 
@@ -699,8 +995,7 @@ def _chain_answers():
 
     from helpers.lessons.start_here import small_ops_chain
 
-    def stub(x):
-        ...
+    def stub(x): ...
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def with_signature(x):
@@ -710,16 +1005,51 @@ def _chain_answers():
         ("stub", stub, False, "must be a tf.function"),
         ("solution", tf.function(lambda x: small_ops_chain(x, 50)), True, "one graph"),
         ("input_signature", with_signature, True, "one graph"),
-        ("jit_compile=True", tf.function(lambda x: small_ops_chain(x, 50), jit_compile=True), True, "one graph"),
-        ("functools.partial", tf.function(functools.partial(small_ops_chain, n_ops=50)), True, "one graph"),
-        ("not a tf.function (the warned mistake)", lambda x: small_ops_chain(x, 50), False, "must be a tf.function"),
-        ("49 ops", tf.function(lambda x: small_ops_chain(x, 49)), False, "not return the same values"),
+        (
+            "jit_compile=True",
+            tf.function(lambda x: small_ops_chain(x, 50), jit_compile=True),
+            True,
+            "one graph",
+        ),
+        (
+            "functools.partial",
+            tf.function(functools.partial(small_ops_chain, n_ops=50)),
+            True,
+            "one graph",
+        ),
+        (
+            "not a tf.function (the warned mistake)",
+            lambda x: small_ops_chain(x, 50),
+            False,
+            "must be a tf.function",
+        ),
+        (
+            "49 ops",
+            tf.function(lambda x: small_ops_chain(x, 49)),
+            False,
+            "not return the same values",
+        ),
         ("returns nothing", tf.function(lambda x: None), False, "not return the same values"),
-        (".numpy() inside", tf.function(lambda x: small_ops_chain(x, 50).numpy()), False, "raised AttributeError"),
+        (
+            ".numpy() inside",
+            tf.function(lambda x: small_ops_chain(x, 50).numpy()),
+            False,
+            "raised AttributeError",
+        ),
     ]
 
 
-CHAIN_IDS = ["stub", "solution", "signature", "jit", "partial", "plain-python", "49-ops", "none", "numpy-inside"]
+CHAIN_IDS = [
+    "stub",
+    "solution",
+    "signature",
+    "jit",
+    "partial",
+    "plain-python",
+    "49-ops",
+    "none",
+    "numpy-inside",
+]
 
 
 @pytest.mark.parametrize("row", range(len(CHAIN_IDS)), ids=CHAIN_IDS)
@@ -731,6 +1061,7 @@ def test_graph_function_grader(row):
 
 
 # --- 03: a guard that fails loudly (soft placement off, restored) ------------------------------
+
 
 def _strict_answers():
     import contextlib
@@ -752,10 +1083,12 @@ def _strict_answers():
         before = tf.config.get_soft_device_placement()
         tf.config.set_soft_device_placement(False)
         try:
+
             @tf.function
             def on_gpu7():
                 with tf.device("/device:GPU:7"):
                     return tf.matmul(a, a)
+
             return on_gpu7()
         finally:
             tf.config.set_soft_device_placement(before)
@@ -794,14 +1127,28 @@ def _strict_answers():
         ("solution", solution, True, "failed loudly"),
         ("in a tf.function, /device:GPU:7", in_a_tf_function, True, "failed loudly"),
         ("a context manager, the full device name", with_a_context_manager, True, "failed loudly"),
-        ("soft placement left on (the warned mistake)", soft_placement_left_on, False, "switch soft placement off"),
+        (
+            "soft placement left on (the warned mistake)",
+            soft_placement_left_on,
+            False,
+            "switch soft placement off",
+        ),
         ("not restored when it raises", no_finally, False, "restore it in a finally: block"),
         ("its own error", own_error, False, "raised RuntimeError, not the placement error"),
         ("the result, not the function", a, False, "must be a function"),
     ]
 
 
-STRICT_IDS = ["stub", "solution", "tf-function", "context-manager", "soft-on", "no-finally", "own-error", "not-callable"]
+STRICT_IDS = [
+    "stub",
+    "solution",
+    "tf-function",
+    "context-manager",
+    "soft-on",
+    "no-finally",
+    "own-error",
+    "not-callable",
+]
 
 
 @pytest.mark.parametrize("row", range(len(STRICT_IDS)), ids=STRICT_IDS)
@@ -817,6 +1164,7 @@ def test_strict_grader(row):
 
 
 # --- 05: the array stored once in a TF1 graph; a tf.function that traces once -------------------
+
 
 def _graph_answers():
     import tensorflow as tf
@@ -838,12 +1186,43 @@ def _graph_answers():
 
     return [
         ("stub", None, False, "must be a tf.Graph"),
-        ("solution", build(lambda x: [x + v for v in [tf.convert_to_tensor(small)] for _ in range(10)]), True, "at most once"),
-        ("tf.constant, tf.add", build(lambda x: [tf.add(x, c) for c in [tf.constant(small)] for _ in range(10)]), True, "at most once"),
-        ("a second placeholder", build(lambda x: [x + y for y in [tf.compat.v1.placeholder(tf.float32, small.shape)] for _ in range(10)]), True, "at most once"),
-        ("leaky (the warned mistake)", build(lambda x: [x + small for _ in range(10)]), False, "copied into each op"),
+        (
+            "solution",
+            build(lambda x: [x + v for v in [tf.convert_to_tensor(small)] for _ in range(10)]),
+            True,
+            "at most once",
+        ),
+        (
+            "tf.constant, tf.add",
+            build(lambda x: [tf.add(x, c) for c in [tf.constant(small)] for _ in range(10)]),
+            True,
+            "at most once",
+        ),
+        (
+            "a second placeholder",
+            build(
+                lambda x: [
+                    x + y
+                    for y in [tf.compat.v1.placeholder(tf.float32, small.shape)]
+                    for _ in range(10)
+                ]
+            ),
+            True,
+            "at most once",
+        ),
+        (
+            "leaky (the warned mistake)",
+            build(lambda x: [x + small for _ in range(10)]),
+            False,
+            "copied into each op",
+        ),
         ("converted twice", build(twice), False, "holds 2 large constants"),
-        ("nine adds", build(lambda x: [x + v for v in [tf.convert_to_tensor(small)] for _ in range(9)]), False, "keep all ten"),
+        (
+            "nine adds",
+            build(lambda x: [x + v for v in [tf.convert_to_tensor(small)] for _ in range(9)]),
+            False,
+            "keep all ten",
+        ),
         ("a GraphDef", build(lambda x: x + 1.0).as_graph_def(), False, "must be a tf.Graph"),
     ]
 
@@ -873,19 +1252,61 @@ def _scale_answers():
         called_before(tf.ones([n]))
     return [
         ("stub", scale, False, "must be a tf.function"),
-        ("solution", tf.function(scale, input_signature=[tf.TensorSpec([None], tf.float32)]), True, "one trace"),
-        ("unknown rank", tf.function(scale, input_signature=[tf.TensorSpec(None, tf.float32)]), True, "one trace"),
-        ("tf.math.multiply, shape=(None,)", tf.function(lambda v: tf.math.multiply(v, 3.0),
-                                                       input_signature=(tf.TensorSpec(shape=(None,), dtype=tf.float32),)), True, "one trace"),
+        (
+            "solution",
+            tf.function(scale, input_signature=[tf.TensorSpec([None], tf.float32)]),
+            True,
+            "one trace",
+        ),
+        (
+            "unknown rank",
+            tf.function(scale, input_signature=[tf.TensorSpec(None, tf.float32)]),
+            True,
+            "one trace",
+        ),
+        (
+            "tf.math.multiply, shape=(None,)",
+            tf.function(
+                lambda v: tf.math.multiply(v, 3.0),
+                input_signature=(tf.TensorSpec(shape=(None,), dtype=tf.float32),),
+            ),
+            True,
+            "one trace",
+        ),
         ("no signature (the warned mistake)", tf.function(scale), False, "traced 8 times"),
-        ("reduce_retracing=True", tf.function(scale, reduce_retracing=True), False, "reduce_retracing=True still traces twice"),
-        ("a fixed length", tf.function(scale, input_signature=[tf.TensorSpec([8], tf.float32)]), False, "length 1 raised"),
-        ("float64 signature", tf.function(scale, input_signature=[tf.TensorSpec([None], tf.float64)]), False, "raised"),
+        (
+            "reduce_retracing=True",
+            tf.function(scale, reduce_retracing=True),
+            False,
+            "reduce_retracing=True still traces twice",
+        ),
+        (
+            "a fixed length",
+            tf.function(scale, input_signature=[tf.TensorSpec([8], tf.float32)]),
+            False,
+            "length 1 raised",
+        ),
+        (
+            "float64 signature",
+            tf.function(scale, input_signature=[tf.TensorSpec([None], tf.float64)]),
+            False,
+            "raised",
+        ),
         ("called 3 times before the check", called_before, False, "traced 8 times"),
     ]
 
 
-SCALE_IDS = ["stub", "solution", "unknown-rank", "multiply", "no-signature", "reduce-retracing", "fixed-length", "float64", "called-before"]
+SCALE_IDS = [
+    "stub",
+    "solution",
+    "unknown-rank",
+    "multiply",
+    "no-signature",
+    "reduce-retracing",
+    "fixed-length",
+    "float64",
+    "called-before",
+]
 
 
 @pytest.mark.parametrize("row", range(len(SCALE_IDS)), ids=SCALE_IDS)
@@ -893,13 +1314,20 @@ def test_no_retracing_grader(row):
     from helpers.topics import retracing
 
     name, fn, passes, words = _scale_answers()[row]
-    traces = fn.experimental_get_tracing_count() if hasattr(fn, "experimental_get_tracing_count") else None
+    traces = (
+        fn.experimental_get_tracing_count()
+        if hasattr(fn, "experimental_get_tracing_count")
+        else None
+    )
     judge(retracing.check_no_retracing(fn), passes, words)
     if traces is not None:
-        assert fn.experimental_get_tracing_count() == traces, "the check traced the learner's function"
+        assert fn.experimental_get_tracing_count() == traces, (
+            "the check traced the learner's function"
+        )
 
 
 # --- 08: batch norm through the fused kernel ---------------------------------------------------
+
 
 def _batchnorm_answers():
     import keras
@@ -915,8 +1343,15 @@ def _batchnorm_answers():
 
     def raw_op(x):
         scale, offset = ones_zeros(x)
-        return tf.raw_ops.FusedBatchNormV3(x=x, scale=scale, offset=offset, mean=tf.zeros([0]), variance=tf.zeros([0]),
-                                           epsilon=1e-3, is_training=True).y
+        return tf.raw_ops.FusedBatchNormV3(
+            x=x,
+            scale=scale,
+            offset=offset,
+            mean=tf.zeros([0]),
+            variance=tf.zeros([0]),
+            epsilon=1e-3,
+            is_training=True,
+        ).y
 
     def whole_tuple(x):
         return tf.compat.v1.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=1e-3)
@@ -933,16 +1368,16 @@ def _batchnorm_answers():
     @tf.function
     def explicit_nhwc(x):
         scale, offset = ones_zeros(x)
-        normalized, _, _ = tf.compat.v1.nn.fused_batch_norm(x, scale, offset, epsilon=0.001, data_format="NHWC",
-                                                            is_training=True)
+        normalized, _, _ = tf.compat.v1.nn.fused_batch_norm(
+            x, scale, offset, epsilon=0.001, data_format="NHWC", is_training=True
+        )
         return normalized
 
     def wrong_epsilon(x):
         y, _, _ = tf.compat.v1.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=0.5)
         return y
 
-    def stub(x):
-        ...
+    def stub(x): ...
 
     return [
         ("stub", stub, False, "raised"),
@@ -957,7 +1392,17 @@ def _batchnorm_answers():
     ]
 
 
-BATCHNORM_IDS = ["stub", "solution", "raw-op", "explicit-nhwc", "tuple", "unfused", "keras", "epsilon", "string"]
+BATCHNORM_IDS = [
+    "stub",
+    "solution",
+    "raw-op",
+    "explicit-nhwc",
+    "tuple",
+    "unfused",
+    "keras",
+    "epsilon",
+    "string",
+]
 
 
 @pytest.mark.parametrize("row", range(len(BATCHNORM_IDS)), ids=BATCHNORM_IDS)
@@ -970,6 +1415,7 @@ def test_fused_batchnorm_grader(row):
 
 # --- 16: a make_dataset(batch_size) that keeps the job-file contract --------------------------
 
+
 def _contract_answers():
     import numpy as np
     import tensorflow as tf
@@ -981,29 +1427,89 @@ def _contract_answers():
     def raises(batch_size):
         raise RuntimeError("my pipeline broke")
 
-    return features, labels, [
-        # (id, answer, passes, words in the message)
-        ("stub", lambda b: tf.data.Dataset.from_tensor_slices(features).batch(b), False, "(inputs, targets) pairs"),
-        ("solution", lambda b: pairs().shuffle(256, seed=0).batch(b), True, "every example once"),
-        ("no-shuffle", lambda b: pairs().batch(b), True, "every example once"),
-        ("zip", lambda b: tf.data.Dataset.zip((tf.data.Dataset.from_tensor_slices(features),
-                                                tf.data.Dataset.from_tensor_slices(labels))).batch(b).prefetch(2),
-         True, "every example once"),
-        ("with-weights", lambda b: tf.data.Dataset.from_tensor_slices((features, labels, np.ones(256, "float32"))).batch(b),
-         True, "every example once"),
-        ("shuffled-apart", lambda b: tf.data.Dataset.zip((tf.data.Dataset.from_tensor_slices(features),
-                                                          tf.data.Dataset.from_tensor_slices(labels).shuffle(256, seed=1))).batch(b),
-         False, "do not match"),
-        ("fixed-batch", lambda b: pairs().batch(64), False, "not 32"),
-        ("drop-remainder", lambda b: pairs().batch(b, drop_remainder=True), False, "not all of features"),
-        ("unbatched", lambda b: pairs(), False, "batches of"),
-        ("raises", raises, False, "RuntimeError"),
-        ("not-a-function", "pairs", False, "must be a function"),
-    ]
+    return (
+        features,
+        labels,
+        [
+            # (id, answer, passes, words in the message)
+            (
+                "stub",
+                lambda b: tf.data.Dataset.from_tensor_slices(features).batch(b),
+                False,
+                "(inputs, targets) pairs",
+            ),
+            (
+                "solution",
+                lambda b: pairs().shuffle(256, seed=0).batch(b),
+                True,
+                "every example once",
+            ),
+            ("no-shuffle", lambda b: pairs().batch(b), True, "every example once"),
+            (
+                "zip",
+                lambda b: (
+                    tf.data.Dataset.zip(
+                        (
+                            tf.data.Dataset.from_tensor_slices(features),
+                            tf.data.Dataset.from_tensor_slices(labels),
+                        )
+                    )
+                    .batch(b)
+                    .prefetch(2)
+                ),
+                True,
+                "every example once",
+            ),
+            (
+                "with-weights",
+                lambda b: tf.data.Dataset.from_tensor_slices(
+                    (features, labels, np.ones(256, "float32"))
+                ).batch(b),
+                True,
+                "every example once",
+            ),
+            (
+                "shuffled-apart",
+                lambda b: tf.data.Dataset.zip(
+                    (
+                        tf.data.Dataset.from_tensor_slices(features),
+                        tf.data.Dataset.from_tensor_slices(labels).shuffle(256, seed=1),
+                    )
+                ).batch(b),
+                False,
+                "do not match",
+            ),
+            ("fixed-batch", lambda b: pairs().batch(64), False, "not 32"),
+            (
+                "drop-remainder",
+                lambda b: pairs().batch(b, drop_remainder=True),
+                False,
+                "not all of features",
+            ),
+            ("unbatched", lambda b: pairs(), False, "batches of"),
+            ("raises", raises, False, "RuntimeError"),
+            ("not-a-function", "pairs", False, "must be a function"),
+        ],
+    )
 
 
-@pytest.mark.parametrize("row", range(11), ids=["stub", "solution", "no-shuffle", "zip", "with-weights", "shuffled-apart",
-                                                "fixed-batch", "drop-remainder", "unbatched", "raises", "not-a-function"])
+@pytest.mark.parametrize(
+    "row",
+    range(11),
+    ids=[
+        "stub",
+        "solution",
+        "no-shuffle",
+        "zip",
+        "with-weights",
+        "shuffled-apart",
+        "fixed-batch",
+        "drop-remainder",
+        "unbatched",
+        "raises",
+        "not-a-function",
+    ],
+)
 def test_make_dataset_contract_grader(row):
     import numpy as np
 
@@ -1013,4 +1519,6 @@ def test_make_dataset_contract_grader(row):
     before = features.copy(), labels.copy()
     _, answer, passes, words = answers[row]
     judge(jobfile.check_make_dataset(answer, features, labels), passes, words)
-    assert np.array_equal(features, before[0]) and np.array_equal(labels, before[1])  # never changes its input
+    assert np.array_equal(features, before[0]) and np.array_equal(
+        labels, before[1]
+    )  # never changes its input

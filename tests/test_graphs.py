@@ -40,7 +40,10 @@ def test_check_affine_graph():
     with empty.as_default():
         tf.constant(1.0)
     feedback = graphs.check_affine_graph(empty)
-    assert not feedback and "missing a placeholder x and a variable w and a matmul and an add" in repr(feedback)
+    assert (
+        not feedback
+        and "missing a placeholder x and a variable w and a matmul and an add" in repr(feedback)
+    )
 
 
 # check_training_step is tried in tests/test_graders.py, one row per answer.
@@ -74,7 +77,10 @@ ENTRY %main (arg0.1: f32[8]) -> f32[8] {
 def test_hlo_summary_counts_the_entry_before_and_after():
     text = graphs.hlo_summary(HLO_BEFORE, HLO_AFTER)
     assert "ran 1 add, 2 multiply instructions (6 instructions in all)" in text
-    assert "after them it runs 2 instructions (no elementwise instruction of its own), with 1 fusion(s) of kind kLoop" in text
+    assert (
+        "after them it runs 2 instructions (no elementwise instruction of its own), "
+        "with 1 fusion(s) of kind kLoop" in text
+    )
     with pytest.raises(ValueError, match="HLO module text"):
         graphs.hlo_summary("", HLO_AFTER)
 
@@ -84,8 +90,10 @@ def test_hlo_summary_reads_a_real_xla_program():
 
     fn = tf.function(lambda t: t * 2.0 + 1.0, jit_compile=True)
     x = tf.ones([64])
-    text = graphs.hlo_summary(fn.experimental_get_compiler_ir(x)(stage="hlo"),
-                              fn.experimental_get_compiler_ir(x)(stage="optimized_hlo"))
+    text = graphs.hlo_summary(
+        fn.experimental_get_compiler_ir(x)(stage="hlo"),
+        fn.experimental_get_compiler_ir(x)(stage="optimized_hlo"),
+    )
     assert "1 add, 1 multiply" in text and "1 fusion(s)" in text
 
 
@@ -108,12 +116,18 @@ def test_optimized_op_types_show_the_remapper_on_and_off():
 
 
 def test_recompile_summary_counts_only_compiles_without_a_new_trace():
-    rows = [{"shape": 1, "shape seen before": "no", "ms": 200.0, "traces so far": 1},
-            {"shape": 2, "shape seen before": "no", "ms": 90.0, "traces so far": 2},
-            {"shape": 3, "shape seen before": "no", "ms": 60.0, "traces so far": 2},
-            {"shape": 1, "shape seen before": "yes", "ms": 2.0, "traces so far": 2}]
+    rows = [
+        {"shape": 1, "shape seen before": "no", "ms": 200.0, "traces so far": 1},
+        {"shape": 2, "shape seen before": "no", "ms": 90.0, "traces so far": 2},
+        {"shape": 3, "shape seen before": "no", "ms": 60.0, "traces so far": 2},
+        {"shape": 1, "shape seen before": "yes", "ms": 2.0, "traces so far": 2},
+    ]
     text = graphs.recompile_summary(rows)
-    assert "traced 2 time(s)" in text and "no new trace still took 60.0 ms" in text and "compiled it" in text
+    assert (
+        "traced 2 time(s)" in text
+        and "no new trace still took 60.0 ms" in text
+        and "compiled it" in text
+    )
     rows[3]["ms"] = 50.0
     assert "no clear compile cost" in graphs.recompile_summary(rows)
     rows[2]["traces so far"] = 3

@@ -26,7 +26,10 @@ import runpy, sys
 {isolate}sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 runpy.run_path(sys.argv[1], run_name="__main__")
 """
-ISOLATE = 'sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]\n'
+ISOLATE = (
+    "sys.meta_path[:] = "
+    '[f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]\n'
+)
 NEEDS_WORKBOOK = "# needs the workbook: "
 
 
@@ -34,8 +37,11 @@ def idiom(path: Path) -> str:
     """The source of the last code cell after the notebook's '## Summary' heading."""
     cells = json.loads(path.read_text())["cells"]
     text = [source(c) for c in cells]
-    start = max(i for i, (c, t) in enumerate(zip(cells, text, strict=True))
-                if c["cell_type"] == "markdown" and t.startswith("## Summary"))
+    start = max(
+        i
+        for i, (c, t) in enumerate(zip(cells, text, strict=True))
+        if c["cell_type"] == "markdown" and t.startswith("## Summary")
+    )
     code = [t for c, t in zip(cells[start:], text[start:], strict=True) if c["cell_type"] == "code"]
     return code[-1]
 
@@ -44,20 +50,30 @@ def run_alone(source: str, folder: Path, timeout: float = 300) -> subprocess.Com
     (folder / "idiom.py").write_text(source)
     runner = ALONE.format(isolate="" if NEEDS_WORKBOOK in source else ISOLATE)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WORKBOOK_SCALE")}
-    return subprocess.run([sys.executable, "-c", runner, str(folder / "idiom.py")], cwd=folder, env={
-        **env, "TF_CPP_MIN_LOG_LEVEL": "2"}, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", runner, str(folder / "idiom.py")],
+        cwd=folder,
+        env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_the_summary_idiom_runs_alone_in_an_empty_folder(path, tmp_path):
     result = run_alone(idiom(path), tmp_path)
-    assert result.returncode == 0, f"{path.name}'s idiom, run alone, failed:\n{result.stderr[-1500:]}"
+    assert result.returncode == 0, (
+        f"{path.name}'s idiom, run alone, failed:\n{result.stderr[-1500:]}"
+    )
 
 
 def test_an_idiom_that_needs_the_workbook_or_notebook_state_fails(tmp_path):
     needs_helpers = run_alone("from helpers import env\nprint(env.scale())", tmp_path)
     assert needs_helpers.returncode != 0 and "No module named 'helpers'" in needs_helpers.stderr
-    said_why = run_alone(f"{NEEDS_WORKBOOK}a test\nfrom helpers import env\nprint(env.scale())", tmp_path)
+    said_why = run_alone(
+        f"{NEEDS_WORKBOOK}a test\nfrom helpers import env\nprint(env.scale())", tmp_path
+    )
     assert said_why.returncode == 0, said_why.stderr[-1500:]
     needs_state = run_alone("print(SIZE)", tmp_path)
     assert needs_state.returncode != 0 and "NameError" in needs_state.stderr
@@ -73,8 +89,11 @@ def test_the_distribute_idiom_resumes_when_run_on_two_workers(tmp_path):
 
     source = idiom(ROOT / "notebooks" / "13_distribute_training.ipynb")
     assert source.count("tf.distribute.get_strategy()") == 1, "the idiom's strategy line changed"
-    (tmp_path / "idiom.py").write_text(source.replace("tf.distribute.get_strategy()",
-                                                      "tf.distribute.MultiWorkerMirroredStrategy()"))
+    (tmp_path / "idiom.py").write_text(
+        source.replace(
+            "tf.distribute.get_strategy()", "tf.distribute.MultiWorkerMirroredStrategy()"
+        )
+    )
     shared = tmp_path / "shared"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WORKBOOK_SCALE")}
 
@@ -83,11 +102,30 @@ def test_the_distribute_idiom_resumes_when_run_on_two_workers(tmp_path):
         workers = []
         try:
             for index in range(2):
-                config = {"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]}, "task": {"type": "worker", "index": index}}
-                workers.append(subprocess.Popen(
-                    [sys.executable, "-c", ALONE.format(isolate=ISOLATE), str(tmp_path / "idiom.py")], cwd=tmp_path,
-                    env={**env, "TF_CONFIG": json.dumps(config), "CHECKPOINTS": str(shared), "TF_CPP_MIN_LOG_LEVEL": "2"},
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                config = {
+                    "cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                    "task": {"type": "worker", "index": index},
+                }
+                workers.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-c",
+                            ALONE.format(isolate=ISOLATE),
+                            str(tmp_path / "idiom.py"),
+                        ],
+                        cwd=tmp_path,
+                        env={
+                            **env,
+                            "TF_CONFIG": json.dumps(config),
+                            "CHECKPOINTS": str(shared),
+                            "TF_CPP_MIN_LOG_LEVEL": "2",
+                        },
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                )
             outputs = [w.communicate(timeout=240) for w in workers]
         finally:
             for w in workers:
@@ -98,13 +136,19 @@ def test_the_distribute_idiom_resumes_when_run_on_two_workers(tmp_path):
         return [out for out, _ in outputs]
 
     first = run_two_workers()
-    assert all("trained to step 30 | checkpoints: ['ckpt-20', 'ckpt-30']" in out for out in first), first
+    assert all(
+        "trained to step 30 | checkpoints: ['ckpt-20', 'ckpt-30']" in out for out in first
+    ), first
     folder = shared / "checkpoints"
     for stale in folder.glob("ckpt-30.*"):
         stale.unlink()
-    (folder / "checkpoint").write_text('model_checkpoint_path: "ckpt-20"\n')  # the last save, as a kill at step 2x leaves it
+    (folder / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-20"\n'
+    )  # the last save, as a kill at step 2x leaves it
     second = run_two_workers()
     # A worker that resumed at step 20 saved once (ckpt-30); one that started over would have saved
     # at steps 10, 20 and 30 and list the last two, like the first run.
     assert all("trained to step 30 | checkpoints: ['ckpt-30']" in out for out in second), second
-    assert sorted(p.name for p in folder.glob("ckpt-30.*")), "the chief saved step 30 into the shared folder again"
+    assert sorted(p.name for p in folder.glob("ckpt-30.*")), (
+        "the chief saved step 30 into the shared folder again"
+    )

@@ -13,17 +13,19 @@ import pytest
 
 from helpers import rss
 from helpers.lessons import keep_arrays_out_of_graphs as lesson
-from helpers.topics import memory, retracing
+from helpers.topics import memory, memory_guard, retracing
 
 
 def test_guard_refuses_with_the_numbers():
     memory.guard(100 * memory.MIB, "small", available=1024 * memory.MIB)
-    with pytest.raises(memory.MemoryGuardError, match=r"about 600 MiB .* 50% of the 1,024 MiB available"):
+    with pytest.raises(
+        memory.MemoryGuardError, match=r"about 600 MiB .* 50% of the 1,024 MiB available"
+    ):
         memory.guard(600 * memory.MIB, "A demo", available=1024 * memory.MIB)
 
 
 def test_every_demo_is_guarded(monkeypatch):
-    monkeypatch.setattr(memory, "available_bytes", lambda: 8 * memory.MIB)
+    monkeypatch.setattr(memory_guard, "available_bytes", lambda: 8 * memory.MIB)
     array = memory.make_array(1)
     for call in (
         lambda: memory.tf1_table(array, 10),
@@ -56,7 +58,13 @@ def test_tf1_graph_counts_copies():
     none = memory.graph_stats(lesson.tf1_graph(array, 4, "none"))
     once = memory.graph_stats(lesson.tf1_graph(array, 4, "convert_once"))
     feed = memory.graph_stats(lesson.tf1_graph(array, 4, "placeholder"))
-    assert none["graph_bytes"] > 4 * array.nbytes > once["graph_bytes"] > array.nbytes > feed["graph_bytes"]
+    assert (
+        none["graph_bytes"]
+        > 4 * array.nbytes
+        > once["graph_bytes"]
+        > array.nbytes
+        > feed["graph_bytes"]
+    )
     assert none["nodes"] == 1 + 2 * 4 and once["nodes"] == feed["nodes"] == 2 + 4
     with pytest.raises(ValueError, match="fix must be"):
         lesson.tf1_graph(array, 4, "cache")
@@ -77,13 +85,22 @@ def test_three_functions_graph_bytes_and_tf2_table():
     array = memory.make_array(1)
     tensor, x = tf.constant(array), tf.zeros(array.shape)
     embedded, argument, captured = lesson.three_functions(array, tensor)
-    sizes = [f.get_concrete_function(*args).graph.as_graph_def().ByteSize()
-             for f, args in ((embedded, (x,)), (argument, (x, tensor)), (captured, (x,)))]
+    sizes = [
+        f.get_concrete_function(*args).graph.as_graph_def().ByteSize()
+        for f, args in ((embedded, (x,)), (argument, (x, tensor)), (captured, (x,)))
+    ]
     assert sizes[0] > memory.MIB and max(sizes[1:]) < 4096
-    assert float(embedded(x)) == pytest.approx(float(argument(x, tensor))) == pytest.approx(float(captured(x)))
+    assert (
+        float(embedded(x))
+        == pytest.approx(float(argument(x, tensor)))
+        == pytest.approx(float(captured(x)))
+    )
     table = memory.tf2_table(array)
     assert list(table.index) == ["embedded constant", "tensor argument", "captured tensor"]
-    assert table.loc["embedded constant", "graph_mib"] >= 1 and table.loc["tensor argument", "graph_mib"] < 0.01
+    assert (
+        table.loc["embedded constant", "graph_mib"] >= 1
+        and table.loc["tensor argument", "graph_mib"] < 0.01
+    )
 
 
 def test_dataset_forms_compute_the_same_sum():
@@ -93,13 +110,19 @@ def test_dataset_forms_compute_the_same_sum():
     assert float(inside) == pytest.approx(float(eager), rel=1e-5)
     assert float(eager) == pytest.approx(float(array.sum(dtype=np.float64)), rel=1e-4)
     table = memory.dataset_table(array)
-    assert table.loc["inside tf.function", "graph_mib"] > 0.09 > table.loc["built eagerly", "graph_mib"]
+    assert (
+        table.loc["inside tf.function", "graph_mib"]
+        > 0.09
+        > table.loc["built eagerly", "graph_mib"]
+    )
 
 
 def test_scalar_vs_tensor_retraces_only_for_python_ints():
     variants = lesson.scalar_vs_tensor()
     with retracing.captured_tf_warnings():
-        results = [int(variants["Python scalar"]()) for _ in range(3)] + [int(variants["tensor"]()) for _ in range(3)]
+        results = [int(variants["Python scalar"]()) for _ in range(3)] + [
+            int(variants["tensor"]()) for _ in range(3)
+        ]
     assert results == [1, 3, 5, 7, 9, 11]
 
 
@@ -111,7 +134,9 @@ def test_captured_warnings_collects_the_retracing_warning():
         for i in range(6):
             f(i)
     assert any("triggered tf.function retracing" in m for m in caught.messages)
-    assert not tf.get_logger().handlers or all(h.__class__.__name__ != "_Collect" for h in tf.get_logger().handlers)
+    assert not tf.get_logger().handlers or all(
+        h.__class__.__name__ != "_Collect" for h in tf.get_logger().handlers
+    )
 
 
 def test_peak_rss_sees_an_allocation():
@@ -137,7 +162,9 @@ def test_the_2gb_demo_allocates_nothing():
             raise SystemExit("no error")
         print(round(rss.max_rss_mib() - before))
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert int(result.stdout.strip().splitlines()[-1]) < 100  # MiB, not 2 GiB
 
@@ -153,8 +180,13 @@ def test_experiment_table_and_summary():
 def test_the_child_program_runs_from_a_terminal(tmp_path):
     program = tmp_path / "embedding_child.py"
     program.write_text(lesson.EMBEDDING_CHILD)
-    result = subprocess.run([sys.executable, str(program), "0.25", "2", "1"], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(program), "0.25", "2", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     from helpers import procs
 

@@ -20,7 +20,9 @@ def ran(source, *outputs, count=1):
 
 
 def test_clean_notebook_has_no_problems():
-    nb = notebook(ran("1 + 1", new_output("execute_result", {"text/plain": "2"}, execution_count=1)))
+    nb = notebook(
+        ran("1 + 1", new_output("execute_result", {"text/plain": "2"}, execution_count=1))
+    )
     assert nbtools.problems(nb) == []
 
 
@@ -29,7 +31,11 @@ def test_problems_found():
         ran("boom()", new_output("error", ename="NameError", evalue="boom", traceback=[]), count=1),
         ran("x", new_output("stream", name="stderr", text="W0000 log line"), count=2),
         ran("p", new_output("stream", name="stdout", text="saved to /tmp/abc/model"), count=3),
-        ran("# NBVAL_RAISES_EXCEPTION\nraise E", new_output("error", ename="E", evalue="", traceback=[]), count=4),
+        ran(
+            "# NBVAL_RAISES_EXCEPTION\nraise E",
+            new_output("error", ename="E", evalue="", traceback=[]),
+            count=4,
+        ),
     )
     nbtools.mark_expected_errors(nb)
     found = nbtools.problems(nb)
@@ -47,7 +53,13 @@ def test_title_and_execution_order():
 
 
 def test_strip_stderr_keeps_everything_else():
-    nb = notebook(ran("x", new_output("stream", name="stderr", text="e"), new_output("stream", name="stdout", text="o")))
+    nb = notebook(
+        ran(
+            "x",
+            new_output("stream", name="stderr", text="e"),
+            new_output("stream", name="stdout", text="o"),
+        )
+    )
     assert nbtools.strip_stderr(nb) == 1
     assert [o["name"] for o in nb.cells[1].outputs] == ["stdout"]
 
@@ -61,18 +73,23 @@ def test_mark_expected_errors_is_idempotent():
 
 
 def test_expected_error_without_tag_is_a_problem():
-    cell = ran("# NBVAL_RAISES_EXCEPTION\nraise E", new_output("error", ename="E", evalue="", traceback=[]))
+    cell = ran(
+        "# NBVAL_RAISES_EXCEPTION\nraise E", new_output("error", ename="E", evalue="", traceback=[])
+    )
     found = nbtools.problems(notebook(cell))
     assert any("no raises-exception tag" in f for f in found)
 
 
 def test_execute_saves_a_clean_run(tmp_path):
     path = tmp_path / "ok.ipynb"
-    nbformat.write(notebook(
-        new_code_cell("import sys\nprint('hello')\nprint('noise', file=sys.stderr)"),
-        new_code_cell("# NBVAL_RAISES_EXCEPTION\n1 / 0"),
-        new_code_cell("2 + 3"),
-    ), path)
+    nbformat.write(
+        notebook(
+            new_code_cell("import sys\nprint('hello')\nprint('noise', file=sys.stderr)"),
+            new_code_cell("# NBVAL_RAISES_EXCEPTION\n1 / 0"),
+            new_code_cell("2 + 3"),
+        ),
+        path,
+    )
     nbtools.execute(path, timeout=60)
     saved = nbformat.read(path, as_version=4)
     assert [c.get("execution_count") for c in saved.cells[1:]] == [1, 2, 3]
@@ -117,7 +134,12 @@ def test_scrub_text_removes_machine_paths():
 def test_execute_scrubs_expected_error_tracebacks(tmp_path):
     path = tmp_path / "err.ipynb"
     # The error is raised inside site-packages, so the raw traceback names the venv's path.
-    nbformat.write(notebook(new_code_cell("# NBVAL_RAISES_EXCEPTION\nimport nbformat\nnbformat.reads('{', 4)")), path)
+    nbformat.write(
+        notebook(
+            new_code_cell("# NBVAL_RAISES_EXCEPTION\nimport nbformat\nnbformat.reads('{', 4)")
+        ),
+        path,
+    )
     nbtools.execute(path, timeout=60)
     saved = nbformat.read(path, as_version=4)
     traceback = "\n".join(saved.cells[1].outputs[0]["traceback"])
@@ -137,11 +159,23 @@ def test_ctrl_c_during_execute_says_what_was_not_saved(tmp_path):
 
     started = tmp_path / "started"
     path = tmp_path / "slow.ipynb"
-    nbformat.write(notebook(new_code_cell(  # the cell being interrupted: it waits, as a long cell would
-        f"import pathlib, time\npathlib.Path({str(started)!r}).write_text('1')\ntime.sleep(60)")), path)
+    nbformat.write(
+        notebook(
+            new_code_cell(  # the cell being interrupted: it waits, as a long cell would
+                f"import pathlib, time\npathlib.Path({str(started)!r}).write_text('1')\n"
+                "time.sleep(60)"
+            )
+        ),
+        path,
+    )
     before = path.read_bytes()
-    run = subprocess.Popen([sys.executable, "-m", "helpers.nbtools", "execute", str(path), str(path)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "helpers.nbtools", "execute", str(path), str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not started.exists() and time.monotonic() < deadline and run.poll() is None:
@@ -154,7 +188,11 @@ def test_ctrl_c_during_execute_says_what_was_not_saved(tmp_path):
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
     assert run.returncode == 130, err
-    assert "interrupted (Ctrl-C or a stop signal) while running" in err and "it was not saved" in err and "1 not started" in err, err
+    assert (
+        "interrupted (Ctrl-C or a stop signal) while running" in err
+        and "it was not saved" in err
+        and "1 not started" in err
+    ), err
     assert "AssertionError" not in err
     assert path.read_bytes() == before
 
@@ -162,8 +200,14 @@ def test_ctrl_c_during_execute_says_what_was_not_saved(tmp_path):
 def test_execute_says_when_a_notebook_names_another_kernel(tmp_path, capsys):
     path = tmp_path / "other.ipynb"
     nb = notebook(new_code_cell("2 + 3"))
-    nb.metadata["kernelspec"] = {"name": "tf-gpu-not-here", "display_name": "TF GPU", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "tf-gpu-not-here",
+        "display_name": "TF GPU",
+        "language": "python",
+    }
     nbformat.write(nb, path)
     nbtools.execute(path, timeout=60)
     assert "names kernel 'tf-gpu-not-here'; running it on 'python3'" in capsys.readouterr().err
-    assert nbformat.read(path, as_version=4).metadata["kernelspec"]["name"] == "tf-gpu-not-here"  # kept as it was
+    assert (
+        nbformat.read(path, as_version=4).metadata["kernelspec"]["name"] == "tf-gpu-not-here"
+    )  # kept as it was

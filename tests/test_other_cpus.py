@@ -34,14 +34,18 @@ def code(path: Path) -> str:
 
 def onednn_notebooks() -> list[str]:
     """The notebooks whose code names one of ``MARKS`` and does not run both settings itself."""
-    return sorted(p.name for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
-                  if any(m in code(p) for m in MARKS) and not all(b in code(p) for b in BOTH_WAYS))
+    return sorted(
+        p.name
+        for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
+        if any(m in code(p) for m in MARKS) and not all(b in code(p) for b in BOTH_WAYS)
+    )
 
 
 def other_setting() -> dict[str, str]:
     """The environment that turns this run's oneDNN setting round: the machine's default, or the
     setting the run was given by hand (``TF_ENABLE_ONEDNN_OPTS=0 ONEDNN_MAX_CPU_ISA=AVX2`` playing
-    an AVX2-only laptop then runs these notebooks forced on, capped at AVX2, as that laptop would)."""
+    an AVX2-only laptop then runs these notebooks forced on, capped at AVX2, as that laptop
+    would)."""
     if env.onednn_enabled():
         return {"TF_ENABLE_ONEDNN_OPTS": "0"}
     return {"TF_ENABLE_ONEDNN_OPTS": "1", "ONEDNN_MAX_CPU_ISA": "AVX2"}
@@ -50,7 +54,11 @@ def other_setting() -> dict[str, str]:
 def test_the_oneDNN_notebooks_are_the_ones_that_need_it():
     names = onednn_notebooks()
     # Their lessons differ by CPU: placement logs (02, 03), NCHW convolution (08).
-    assert {"02_find_where_ops_run.ipynb", "03_choose_soft_placement.ipynb", "08_fuse_ops_and_pick_layouts.ipynb"} <= set(names)
+    assert {
+        "02_find_where_ops_run.ipynb",
+        "03_choose_soft_placement.ipynb",
+        "08_fuse_ops_and_pick_layouts.ipynb",
+    } <= set(names)
     # 10 prints the status too, but times every workload in child processes and runs its oneDNN
     # comparison under both settings in each run.
     cpu = code(NOTEBOOKS / "10_tune_the_cpu.ipynb")
@@ -59,11 +67,27 @@ def test_the_oneDNN_notebooks_are_the_ones_that_need_it():
 
 @pytest.mark.parametrize("name", onednn_notebooks())
 def test_notebook_runs_with_onednn_the_other_way_round(name, tmp_path):
-    setting = other_setting()  # set by hand for the whole run (a machine playing another), flips that
+    setting = (
+        other_setting()
+    )  # set by hand for the whole run (a machine playing another), flips that
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
-         "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), str(NOTEBOOKS / name)],
-        capture_output=True, text=True, timeout=900, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--nbval-lax",
+            "--nbval-current-env",
+            "--nbval-sanitize-with",
+            str(ROOT / "tests" / "nbval_sanitize.cfg"),
+            str(NOTEBOOKS / name),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
         env={**os.environ, **setting, "WORKBOOK_SCALE": "small"},
     )
     assert result.returncode == 0, f"under {setting}:\n{result.stdout[-4000:]}"

@@ -1,6 +1,7 @@
 """Unit tests for helpers.topics.pipelines and the lesson code of notebook 07 it runs: every switch
 combination of make_pipeline yields every image once, the batch augmentation crops exactly, the
-cache exercise's check (stub fails, solution passes), throughput tables, and the utilisation sampler."""
+cache exercise's check (stub fails, solution passes), throughput tables, and the utilisation
+sampler."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from helpers.lessons import tune_input_pipeline as lesson
-from helpers.topics import pipelines, tfrecords
+from helpers.topics import pipelines, pipelines_measure, tfrecords
 from helpers.utilization import UtilizationSampler
 
 
@@ -28,7 +29,12 @@ def collect(dataset):
 
 def test_shards_verify(shards):
     assert len(shards) == 4
-    assert tfrecords.read_manifest(__import__("pathlib").Path(shards[0]).parent)["jpeg"]["options"]["encoding"] == "jpeg"
+    assert (
+        tfrecords.read_manifest(__import__("pathlib").Path(shards[0]).parent)["jpeg"]["options"][
+            "encoding"
+        ]
+        == "jpeg"
+    )
 
 
 SWITCHES = {
@@ -52,7 +58,9 @@ def test_every_switch_combination_yields_every_image_once(shards, name):
 
 
 def test_cache_after_decode_still_augments_differently_each_epoch(shards):
-    dataset = pipelines.build(shards, pipelines.Options(vectorized=True, cache="after_decode")).repeat(2)
+    dataset = pipelines.build(
+        shards, pipelines.Options(vectorized=True, cache="after_decode")
+    ).repeat(2)
     images = collect(dataset)[0]
     assert not np.array_equal(images[:96], images[96:])
 
@@ -67,7 +75,9 @@ def test_augment_batch_crops_exactly():
     assert labels.numpy().tolist() == [1, 2, 3]
     for image, crop in zip(batch, out, strict=True):
         crop = np.rint((crop + 1.0) * 127.5)
-        candidates = [image[top:top + 56, left:left + 56] for top in range(9) for left in range(9)]
+        candidates = [
+            image[top : top + 56, left : left + 56] for top in range(9) for left in range(9)
+        ]
         assert any(np.array_equal(crop, c) or np.array_equal(crop, c[:, ::-1]) for c in candidates)
 
 
@@ -111,26 +121,40 @@ def test_sampler_stops_when_the_block_raises():
 def test_check_reordered_stub_fails_solution_passes(shards):
     import tensorflow as tf
 
-    def stub(paths, decode=lesson.decode_record):  # the notebook's bad_pipeline: cache after augmenting
-        return tf.data.TFRecordDataset(paths).map(decode).map(lesson.augment_random).cache().batch(32)
+    def stub(
+        paths, decode=lesson.decode_record
+    ):  # the notebook's bad_pipeline: cache after augmenting
+        return (
+            tf.data.TFRecordDataset(paths).map(decode).map(lesson.augment_random).cache().batch(32)
+        )
 
     def solution(paths, decode=lesson.decode_record):
-        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()
+        dataset = (
+            tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()
+        )
         return dataset.map(lesson.augment_random, num_parallel_calls=tf.data.AUTOTUNE).batch(32)
 
     def no_cache(paths, decode=lesson.decode_record):
         return tf.data.TFRecordDataset(paths).map(decode).map(lesson.augment_random).batch(32)
 
     def cache_raw(paths, decode=lesson.decode_record):
-        return tf.data.TFRecordDataset(paths).cache().map(decode).map(lesson.augment_random).batch(32)
+        return (
+            tf.data.TFRecordDataset(paths).cache().map(decode).map(lesson.augment_random).batch(32)
+        )
 
     assert "augmentation before the cache" in repr(pipelines.check_reordered(stub, shards, 96))
     assert "192 JPEG decodes for 96 images" in repr(pipelines.check_reordered(no_cache, shards, 96))
-    assert "192 JPEG decodes for 96 images" in repr(pipelines.check_reordered(cache_raw, shards, 96))
-    assert "not 96 each" in repr(pipelines.check_reordered(lambda p, decode: solution(p, decode).repeat(2), shards, 96))
+    assert "192 JPEG decodes for 96 images" in repr(
+        pipelines.check_reordered(cache_raw, shards, 96)
+    )
+    assert "not 96 each" in repr(
+        pipelines.check_reordered(lambda p, decode: solution(p, decode).repeat(2), shards, 96)
+    )
     assert "raised" in repr(pipelines.check_reordered(lambda p, decode: 1 / 0, shards, 96))
     for _ in range(2):  # no timing involved: the verdict is the same on every run and every machine
-        assert repr(pipelines.check_reordered(solution, shards, 96)).startswith("Correct: 96 decodes")
+        assert repr(pipelines.check_reordered(solution, shards, 96)).startswith(
+            "Correct: 96 decodes"
+        )
 
 
 def test_check_reordered_judges_the_same_with_a_global_seed(shards):
@@ -139,7 +163,9 @@ def test_check_reordered_judges_the_same_with_a_global_seed(shards):
     import tensorflow as tf
 
     def solution(paths, decode=lesson.decode_record):
-        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()
+        dataset = (
+            tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()
+        )
         return dataset.map(lesson.augment_random, num_parallel_calls=tf.data.AUTOTUNE).batch(32)
 
     def no_cache(paths, decode=lesson.decode_record):
@@ -147,9 +173,15 @@ def test_check_reordered_judges_the_same_with_a_global_seed(shards):
 
     tf.random.set_seed(1234)
     try:
-        assert repr(pipelines.check_reordered(solution, shards, 96)).startswith("Correct: 96 decodes")
-        assert "192 JPEG decodes for 96 images" in repr(pipelines.check_reordered(no_cache, shards, 96))
-        forever = pipelines.check_reordered(lambda p, decode: solution(p, decode).repeat(), shards, 96)
+        assert repr(pipelines.check_reordered(solution, shards, 96)).startswith(
+            "Correct: 96 decodes"
+        )
+        assert "192 JPEG decodes for 96 images" in repr(
+            pipelines.check_reordered(no_cache, shards, 96)
+        )
+        forever = pipelines.check_reordered(
+            lambda p, decode: solution(p, decode).repeat(), shards, 96
+        )
         assert "repeats forever" in repr(forever)
     finally:
         tf.random.set_seed(None)
@@ -163,7 +195,9 @@ def test_throughputs_table_and_verdict(shards):
     assert 0 <= table.loc["end to end", "cpu_mean"] <= 100
     assert table.loc["end to end", "cpu_per_core"].count("%") >= 1
     verdict = pipelines.bound_verdict(table)
-    assert verdict.startswith(("Input-bound", "Not input-bound")) and "compute-only bound" in verdict
+    assert (
+        verdict.startswith(("Input-bound", "Not input-bound")) and "compute-only bound" in verdict
+    )
     assert pipelines.throughput_figure(table, "t").axes[0].get_title() == "t"
     experiment = pipelines.toggles_experiment(shards, 96)
     assert list(experiment(parallel=True, prefetch=True).index) == list(table.index)
@@ -182,7 +216,9 @@ def test_training_runs_force_their_work(shards):
     for name in ("compute only", "end to end"):
         loss = runs[name]()
         assert hasattr(loss, "numpy") and float(loss) > 0  # a tensor: timing.force waits for it
-    assert lesson.shared_core_limit(1000.0, 1000.0) == 500.0  # each image: produce it, then train on it
+    assert (
+        lesson.shared_core_limit(1000.0, 1000.0) == 500.0
+    )  # each image: produce it, then train on it
     with pytest.raises(TypeError, match="runs must be training_runs"):
         pipelines.throughputs(pipelines.build(shards, pipelines.Options()), 96)
 
@@ -191,24 +227,35 @@ def test_bound_verdict_reads_the_three_throughputs():
     import pandas as pd
 
     def table(data, compute, e2e):
-        return pd.DataFrame({"images_per_s": [data, compute, e2e], "cpu_mean": [None, None, 90.0]},
-                            index=["data only", "compute only", "end to end"])
+        return pd.DataFrame(
+            {"images_per_s": [data, compute, e2e], "cpu_mean": [None, None, 90.0]},
+            index=["data only", "compute only", "end to end"],
+        )
 
     fed = pipelines.bound_verdict(table(3000, 1000, 700))
-    assert fed.startswith("Not input-bound") and "70% of the compute-only bound; CPU 90% busy" in fed
+    assert (
+        fed.startswith("Not input-bound") and "70% of the compute-only bound; CPU 90% busy" in fed
+    )
     assert "the most to expect is 75% of the bound" in fed  # 1 / (1/3000 + 1/1000) = 750 of 1000
-    assert pipelines.bound_verdict(table(500, 1000, 400)).startswith("Input-bound: the pipeline alone gives 500 img/s")
+    assert pipelines.bound_verdict(table(500, 1000, 400)).startswith(
+        "Input-bound: the pipeline alone gives 500 img/s"
+    )
 
 
 def test_buffer_summary_reads_both_orders():
     import pandas as pd
 
     def table(decoded, encoded, images=4096, buffer=10_000):
-        return pd.DataFrame({"buffer": [buffer] * 2, "images": [images] * 2, "peak_added_mib": [decoded, encoded]},
-                            index=pd.Index(["decode-first", "shuffle-first"], name="order"))
+        return pd.DataFrame(
+            {"buffer": [buffer] * 2, "images": [images] * 2, "peak_added_mib": [decoded, encoded]},
+            index=pd.Index(["decode-first", "shuffle-first"], name="order"),
+        )
 
     text = pipelines.buffer_summary(table(70.0, 20.0))
-    assert "decode first 70 MiB, shuffle first 20 MiB: 50 MiB more with decoded images in the buffer, as expected" in text
+    assert (
+        "decode first 70 MiB, shuffle first 20 MiB: "
+        "50 MiB more with decoded images in the buffer, as expected" in text
+    )
     assert "could hold 4,096 elements; as decoded 64x64x3 images they are 48 MiB of pixels" in text
     assert "against the expectation" in pipelines.buffer_summary(table(21.0, 20.0))
     assert "could hold 100 elements" in pipelines.buffer_summary(table(70.0, 20.0, buffer=100))
@@ -220,16 +267,22 @@ def test_augmentation_variants_give_every_image_once_and_find_their_crop_windows
     decoded = tf.data.TFRecordDataset(shards).map(lesson.decode_record).cache()
     originals = np.concatenate([x.numpy() for x, _ in decoded.batch(96)])
     variants = lesson.augmentation_variants(decoded, batch=32, seed=3)
-    assert set(variants) == {"tf.image random_*, per image", "tf.image, per batch", "stateless, per image",
-                             "Keras layers, per batch"}
+    assert set(variants) == {
+        "tf.image random_*, per image",
+        "tf.image, per batch",
+        "stateless, per image",
+        "Keras layers, per batch",
+    }
     for name, dataset in variants.items():
         images, labels = collect(dataset)
         assert images.shape == (96, lesson.CROP, lesson.CROP, 3), name
         assert images.min() >= -1.0 and images.max() <= 1.0, name
-        windows = pipelines._crop_windows(originals[:32], images[:32])
+        windows = pipelines_measure._crop_windows(originals[:32], images[:32])
         assert all(w is not None for w in windows), f"{name}: a crop not cut from its own original"
     # Keras' RandomCrop draws one window per batch; the per-image ops draw per image.
-    keras_windows = pipelines._crop_windows(originals[:32], collect(variants["Keras layers, per batch"])[0][:32])
+    keras_windows = pipelines_measure._crop_windows(
+        originals[:32], collect(variants["Keras layers, per batch"])[0][:32]
+    )
     assert len({(top, left) for top, left, _ in keras_windows}) == 1
     timers = pipelines.epoch_timers({"a": variants["stateless, per image"]})
     assert timers["a"]() == 96
@@ -252,18 +305,26 @@ def test_augmentation_summary_reads_windows_repeats_and_epochs():
     originals = rng.integers(0, 256, size=(3, 64, 64, 3), dtype=np.uint8)
     scaled = originals.astype(np.float32) / 127.5 - 1.0
     same_window = np.stack([s[2:58, 3:59] for s in scaled])
-    own_windows = np.stack([scaled[0, 0:56, 0:56], scaled[1, 8:64, 8:64][:, ::-1], scaled[2, 4:60, 1:57]])
-    text = pipelines.augmentation_summary(originals, {
-        "one": {"first batch": same_window, "next epoch": same_window, "rebuilt": same_window},
-        "own": {"first batch": own_windows, "next epoch": same_window, "rebuilt": same_window},
-    })
+    own_windows = np.stack(
+        [scaled[0, 0:56, 0:56], scaled[1, 8:64, 8:64][:, ::-1], scaled[2, 4:60, 1:57]]
+    )
+    text = pipelines.augmentation_summary(
+        originals,
+        {
+            "one": {"first batch": same_window, "next epoch": same_window, "rebuilt": same_window},
+            "own": {"first batch": own_windows, "next epoch": same_window, "rebuilt": same_window},
+        },
+    )
     one, own = text.splitlines()
     assert "3 images cut at 1 distinct crop window(s)" in one and "repeats its first batch" in one
     assert "repeats the same crops" in one
-    assert "3 distinct crop window(s)" in own and "does not repeat" in own and "draws new crops" in own
+    assert (
+        "3 distinct crop window(s)" in own and "does not repeat" in own and "draws new crops" in own
+    )
     noise = rng.uniform(-1, 1, size=(3, 56, 56, 3)).astype(np.float32)
-    assert "3 not matched" in pipelines.augmentation_summary(originals, {
-        "x": {"first batch": noise, "next epoch": noise, "rebuilt": noise}})
+    assert "3 not matched" in pipelines.augmentation_summary(
+        originals, {"x": {"first batch": noise, "next epoch": noise, "rebuilt": noise}}
+    )
 
 
 def test_switch_variants_give_every_image_once(shards):
@@ -272,8 +333,9 @@ def test_switch_variants_give_every_image_once(shards):
     records = tf.data.TFRecordDataset(shards).cache()
     for name, dataset in lesson.switch_variants(records, batch=32).items():
         images, labels = collect(dataset)
-        assert images.shape[0] == 96 and sorted(labels.tolist()) == sorted(collect(
-            lesson.switch_variants(records, batch=32)["parallel map"])[1].tolist()), name
+        assert images.shape[0] == 96 and sorted(labels.tolist()) == sorted(
+            collect(lesson.switch_variants(records, batch=32)["parallel map"])[1].tolist()
+        ), name
 
 
 def test_epoch_timers_refuse_an_empty_mapping():

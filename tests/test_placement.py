@@ -61,10 +61,19 @@ def test_fold_onednn_gives_the_same_table_with_onednn_on_and_off():
         "Executing op MatMul in device /job:localhost/replica:0/task:0/device:CPU:0\n"
     )
     assert rows(on) != rows(off)
-    assert rows(fdlog.fold_onednn(on)) == rows(fdlog.fold_onednn(off)) == [("MatMul", "MatMul", "CPU:0")]
-    native = fdlog.parse_placement("Executing op _MklNativeConv2D in device /job:localhost/replica:0/task:0/device:CPU:0")
+    assert (
+        rows(fdlog.fold_onednn(on))
+        == rows(fdlog.fold_onednn(off))
+        == [("MatMul", "MatMul", "CPU:0")]
+    )
+    native = fdlog.parse_placement(
+        "Executing op _MklNativeConv2D in device /job:localhost/replica:0/task:0/device:CPU:0"
+    )
     assert rows(fdlog.fold_onednn(native)) == [("Conv2D", "Conv2D", "CPU:0")]
-    assert rows(on) == [("MatMul", "MatMul", "CPU:0"), ("_MklMatMul", "_MklMatMul", "CPU:0")]  # its input unchanged
+    assert rows(on) == [
+        ("MatMul", "MatMul", "CPU:0"),
+        ("_MklMatMul", "_MklMatMul", "CPU:0"),
+    ]  # its input unchanged
 
 
 def test_parse_nothing():
@@ -94,7 +103,10 @@ def test_capture_fds_sees_c_level_writes_and_restores_after_exception():
         raise KeyError("inside")
     assert captured.stdout == "to fd one\n" and captured.stderr == "to fd two\n"
     after = {fd: os.fstat(fd) for fd in (1, 2)}
-    assert all((before[fd].st_ino, before[fd].st_dev) == (after[fd].st_ino, after[fd].st_dev) for fd in (1, 2))
+    assert all(
+        (before[fd].st_ino, before[fd].st_dev) == (after[fd].st_ino, after[fd].st_dev)
+        for fd in (1, 2)
+    )
 
 
 def test_capture_fds_bad_fds():
@@ -117,7 +129,10 @@ def test_diverting_stream():
 
 def run_fresh(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=180,
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
@@ -208,7 +223,9 @@ def test_check_strict():
 
     assert placement.check_strict(good)
     assert "nothing refused the missing device" in repr(placement.check_strict(lenient))
-    assert "nothing refused the missing device" in repr(placement.check_strict(lambda: None))  # the stub
+    assert "nothing refused the missing device" in repr(
+        placement.check_strict(lambda: None)
+    )  # the stub
     assert "left soft placement switched off" in repr(placement.check_strict(leaky))
     assert tf.config.get_soft_device_placement()
 
@@ -217,8 +234,13 @@ def test_check_pinned_and_result_device():
     import pandas as pd
     import tensorflow as tf
 
-    table = pd.DataFrame([("MatMul", "MatMul", "CPU:1"), ("__inference_my_pinned", "__inference_my_pinned", "CPU:0")],
-                         columns=["op", "kernel", "device"])
+    table = pd.DataFrame(
+        [
+            ("MatMul", "MatMul", "CPU:1"),
+            ("__inference_my_pinned", "__inference_my_pinned", "CPU:0"),
+        ],
+        columns=["op", "kernel", "device"],
+    )
     assert placement.check_pinned(table)
     assert "ran eagerly" in repr(placement.check_pinned(table.iloc[[0]]))
     assert not placement.check_pinned(table.assign(device="CPU:0"))
@@ -250,15 +272,37 @@ def test_check_towers():
 def test_devices_summary_reads_each_run_and_what_was_refused():
     import pandas as pd
 
-    chosen = pd.DataFrame([
-        {"CUDA_VISIBLE_DEVICES": "(not set)", "memory growth on the CPU": "ValueError: no", "memory_limit on the CPU": "accepted",
-         "physical GPUs": 0, "visible GPUs": 0, "logical devices": "CPU:0, CPU:1", "a change after the first op": "RuntimeError: late"},
-        {"CUDA_VISIBLE_DEVICES": "", "memory growth on the CPU": "ValueError: no", "memory_limit on the CPU": "accepted",
-         "physical GPUs": 2, "visible GPUs": 1, "logical devices": "CPU:0, CPU:1, GPU:0", "a change after the first op": "RuntimeError: late"},
-    ]).set_index("CUDA_VISIBLE_DEVICES")
+    chosen = pd.DataFrame(
+        [
+            {
+                "CUDA_VISIBLE_DEVICES": "(not set)",
+                "memory growth on the CPU": "ValueError: no",
+                "memory_limit on the CPU": "accepted",
+                "physical GPUs": 0,
+                "visible GPUs": 0,
+                "logical devices": "CPU:0, CPU:1",
+                "a change after the first op": "RuntimeError: late",
+            },
+            {
+                "CUDA_VISIBLE_DEVICES": "",
+                "memory growth on the CPU": "ValueError: no",
+                "memory_limit on the CPU": "accepted",
+                "physical GPUs": 2,
+                "visible GPUs": 1,
+                "logical devices": "CPU:0, CPU:1, GPU:0",
+                "a change after the first op": "RuntimeError: late",
+            },
+        ]
+    ).set_index("CUDA_VISIBLE_DEVICES")
     text = placement.devices_summary(chosen)
     assert "CUDA_VISIBLE_DEVICES '(not set)': 0 GPU(s) found, 0 visible" in text
-    assert "CUDA_VISIBLE_DEVICES '': 2 GPU(s) found, 1 visible, logical devices CPU:0, CPU:1, GPU:0" in text
-    assert "Refused in the first run: memory growth on the CPU, a change after the first op; accepted: memory_limit on the CPU." in text
+    assert (
+        "CUDA_VISIBLE_DEVICES '': 2 GPU(s) found, 1 visible, logical devices CPU:0, CPU:1, GPU:0"
+        in text
+    )
+    assert (
+        "Refused in the first run: memory growth on the CPU, a change after the first op; "
+        "accepted: memory_limit on the CPU." in text
+    )
     with pytest.raises(ValueError):
         placement.devices_summary(pd.DataFrame())

@@ -17,24 +17,31 @@ def py(code: str) -> list[str]:
 
 
 def test_rows_come_back_and_env_reaches_the_child(no_children_left):
-    rows = procs.run_rows(py("""
+    rows = procs.run_rows(
+        py("""
         import os
         from helpers import procs
         print("some chatter that is not a result")
         procs.emit({"threads": os.environ["WORKBOOK_TEST"], "ms": 1.5})
         procs.emit({"threads": "2", "ms": 0.75})
-    """), env={"WORKBOOK_TEST": "1"}, timeout=60)
+    """),
+        env={"WORKBOOK_TEST": "1"},
+        timeout=60,
+    )
     assert rows == [{"threads": "1", "ms": 1.5}, {"threads": "2", "ms": 0.75}]
 
 
 def test_crash_reports_exit_code_and_last_lines(no_children_left):
     with pytest.raises(procs.ChildError, match="failed with exit code 3") as info:
-        procs.run_rows(py("""
+        procs.run_rows(
+            py("""
             import sys
             print("step 1 done", flush=True)
             sys.stderr.write("broke at step 2\\n")
             sys.exit(3)
-        """), timeout=60)
+        """),
+            timeout=60,
+        )
     assert "broke at step 2" in info.value.tail and "step 1 done" in info.value.tail
 
 
@@ -46,13 +53,16 @@ def test_killed_by_signal_is_named(no_children_left):
 def test_hang_past_timeout_is_stopped_with_its_grandchildren(no_children_left, tmp_path):
     pid_file = tmp_path / "grandchild.pid"
     with pytest.raises(procs.ChildError, match="ran past its 3 s timeout"):
-        procs.run(py(f"""
+        procs.run(
+            py(f"""
             import subprocess, sys, time
             grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
             open({str(pid_file)!r}, "w").write(str(grandchild.pid))
             print("started", flush=True)
             time.sleep(600)  # the hang under test
-        """), timeout=3)
+        """),
+            timeout=3,
+        )
     grandchild = int(pid_file.read_text())
     deadline = time.monotonic() + 10
     while True:
@@ -129,19 +139,35 @@ def test_bad_arguments():
 
 
 def test_python_module_uses_this_interpreter():
-    assert procs.python_module("helpers.bench", "--list") == [sys.executable, "-m", "helpers.bench", "--list"]
+    assert procs.python_module("helpers.bench", "--list") == [
+        sys.executable,
+        "-m",
+        "helpers.bench",
+        "--list",
+    ]
     assert os.path.isabs(procs.python_module("x")[0])
 
 
 def test_tail_leaves_out_tensorflow_start_up_banners():
-    log = "\n".join([
-        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
-        "I0000 00:00:1795298553.994276   32357 port.cc:153] oneDNN custom operations are on. You may see ...",
-        "I0000 00:00:1795298553.994696   32357 cudart_stub.cc:31] Could not find cuda drivers on your machine",
-        "Traceback (most recent call last):",
-        "ValueError: the real reason",
-        "",
-    ])
+    log = "\n".join(
+        [
+            (
+                "WARNING: All log messages before absl::InitializeLog() is called "
+                "are written to STDERR"
+            ),
+            (
+                "I0000 00:00:1795298553.994276   32357 port.cc:153] "
+                "oneDNN custom operations are on. You may see ..."
+            ),
+            (
+                "I0000 00:00:1795298553.994696   32357 cudart_stub.cc:31] "
+                "Could not find cuda drivers on your machine"
+            ),
+            "Traceback (most recent call last):",
+            "ValueError: the real reason",
+            "",
+        ]
+    )
     assert procs.tail(log) == "Traceback (most recent call last):\nValueError: the real reason"
     assert procs.tail("a\nb\nc", lines=2) == "b\nc"
 
@@ -151,7 +177,9 @@ def test_a_sibling_that_exited_unwaited_keeps_its_exit_code(no_children_left):
     caller's: run must not reap it, or its Popen would report 0 instead of the crash."""
     sibling = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     deadline = time.monotonic() + 30
-    while psutil.Process(sibling.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+    while (
+        psutil.Process(sibling.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline
+    ):
         time.sleep(0.05)  # waiting for the sibling to exit, unwaited
     procs.run(py("print('done')"), timeout=60)
     assert sibling.wait(timeout=10) == 3
@@ -159,7 +187,10 @@ def test_a_sibling_that_exited_unwaited_keeps_its_exit_code(no_children_left):
 
 def test_programs_are_written_for_the_block_and_removed_after_it_also_on_an_error():
     with procs.programs({"child.py": "print('hi')\n", "other.py": ""}) as files:
-        assert files["child.py"].read_text() == "print('hi')\n" and files["other.py"].parent == files["child.py"].parent
+        assert (
+            files["child.py"].read_text() == "print('hi')\n"
+            and files["other.py"].parent == files["child.py"].parent
+        )
         folder = files["child.py"].parent
     assert not folder.exists()
     with pytest.raises(RuntimeError, match="inside"), procs.programs({"child.py": ""}) as files:
@@ -167,5 +198,8 @@ def test_programs_are_written_for_the_block_and_removed_after_it_also_on_an_erro
         raise RuntimeError("inside the block")
     assert not folder.exists()
     for bad in ({}, {"child": ""}, {"../child.py": ""}, {"child.py": b""}):
-        with pytest.raises(ValueError, match="sources must map file names ending in .py"), procs.programs(bad):
+        with (
+            pytest.raises(ValueError, match="sources must map file names ending in .py"),
+            procs.programs(bad),
+        ):
             pass

@@ -1,5 +1,6 @@
-"""Unit tests for helpers.topics.profiling: the parser on a small recorded trace (six traced steps of a
-matmul training step with NumPy work between them), a live recording found by ``trace_file``, and bad input."""
+"""Unit tests for helpers.topics.profiling: the parser on a small recorded trace (six traced steps
+of a matmul training step with NumPy work between them), a live recording found by
+``trace_file``, and bad input."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def test_step_table_shows_the_gaps(recorded):
     assert (steps["duration_ms"] > 0).all()
     summary = profiling.step_summary(steps)
     assert summary.startswith("6 steps: median") and "inside steps" in summary
-    line = profiling.steps_compared(steps, steps.assign(**{"gap after ms": steps["gap after ms"] / 4}))
+    line = profiling.steps_compared(
+        steps, steps.assign(**{"gap after ms": steps["gap after ms"] / 4})
+    )
     assert "(4x shorter)" in line and "takes 100% of the naive step's time" in line
 
 
@@ -88,36 +91,79 @@ def test_check_slowest_op(recorded):
 def _events(rows):
     import pandas as pd
 
-    return pd.DataFrame([{"plane": "/host:CPU", "thread": t, "name": n, "op_type": o, "start_ms": s,
-                          "duration_ms": d, "step_num": k} for t, n, o, s, d, k in rows])
+    return pd.DataFrame(
+        [
+            {
+                "plane": "/host:CPU",
+                "thread": t,
+                "name": n,
+                "op_type": o,
+                "start_ms": s,
+                "duration_ms": d,
+                "step_num": k,
+            }
+            for t, n, o, s, d, k in rows
+        ]
+    )
 
 
 def test_gap_ops_sum_the_eager_ops_between_steps_only():
-    table = _events([
-        ("python", "train", "", 0.0, 10.0, 0), ("python", "train", "", 20.0, 10.0, 1), ("python", "train", "", 40.0, 10.0, 2),
-        ("python", "EagerLocalExecute: DecodeJpeg", "", 12.0, 3.0, None),  # first gap
-        ("python", "EagerLocalExecute: DecodeJpeg", "", 32.0, 1.0, None),  # second gap
-        ("python", "EagerLocalExecute: ParseExampleV2", "", 35.0, 2.0, None),
-        ("python", "EagerLocalExecute: __inference_step", "", 1.0, 8.0, None),  # inside a step: not a gap
-        ("worker", "EagerLocalExecute: DecodeJpeg", "", 15.0, 4.0, None),  # another thread
-    ])
+    table = _events(
+        [
+            ("python", "train", "", 0.0, 10.0, 0),
+            ("python", "train", "", 20.0, 10.0, 1),
+            ("python", "train", "", 40.0, 10.0, 2),
+            ("python", "EagerLocalExecute: DecodeJpeg", "", 12.0, 3.0, None),  # first gap
+            ("python", "EagerLocalExecute: DecodeJpeg", "", 32.0, 1.0, None),  # second gap
+            ("python", "EagerLocalExecute: ParseExampleV2", "", 35.0, 2.0, None),
+            (
+                "python",
+                "EagerLocalExecute: __inference_step",
+                "",
+                1.0,
+                8.0,
+                None,
+            ),  # inside a step: not a gap
+            ("worker", "EagerLocalExecute: DecodeJpeg", "", 15.0, 4.0, None),  # another thread
+        ]
+    )
     gaps = profiling.gap_ops(table)
     assert list(gaps.index) == ["DecodeJpeg", "ParseExampleV2"] and list(gaps["calls"]) == [2, 1]
     assert list(gaps["total ms"]) == [4.0, 2.0] and gaps.attrs["gap_ms"] == 20.0
     assert list(gaps["share of gaps"]) == [0.2, 0.1]
     line = profiling.gap_summary(gaps)
-    assert line.startswith("the 2 gaps between recorded steps: 20.0 ms in all; eager ops ran for 6.0 ms of it (30%)")
-    assert profiling.gap_summary(profiling.gap_ops(table, top=1)).startswith(line[:80])  # every op counted, not only the rows shown
+    assert line.startswith(
+        "the 2 gaps between recorded steps: 20.0 ms in all; eager ops ran for 6.0 ms of it (30%)"
+    )
+    assert profiling.gap_summary(profiling.gap_ops(table, top=1)).startswith(
+        line[:80]
+    )  # every op counted, not only the rows shown
     assert "DecodeJpeg the most (4.0 ms in 2 calls)" in line
 
 
 def test_python_summary_and_keras_step_spans():
     plain = _events([("python", "EagerExecute", "", 0.0, 1.0, None)])
-    assert profiling.python_summary(plain) == "0 Python function events (names starting with $) in the trace"
-    traced = _events([("python", "$feed.py:10 python_batches", "", 0.0, 5.0, None),
-                      ("python", "$feed.py:20 decode", "", 1.0, 2.0, None), ("python", "$feed.py:20 decode", "", 4.0, 2.0, None)])
-    assert profiling.python_summary(traced) == "3 Python function events; the longest in total: $feed.py:10 python_batches (5.0 ms)"
-    fit = _events([("python", "Profiled batch", "", 0.0, 9.0, 3), ("python", "Profiled batch", "", 10.0, 9.0, 4)])
+    assert (
+        profiling.python_summary(plain)
+        == "0 Python function events (names starting with $) in the trace"
+    )
+    traced = _events(
+        [
+            ("python", "$feed.py:10 python_batches", "", 0.0, 5.0, None),
+            ("python", "$feed.py:20 decode", "", 1.0, 2.0, None),
+            ("python", "$feed.py:20 decode", "", 4.0, 2.0, None),
+        ]
+    )
+    assert (
+        profiling.python_summary(traced)
+        == "3 Python function events; the longest in total: $feed.py:10 python_batches (5.0 ms)"
+    )
+    fit = _events(
+        [
+            ("python", "Profiled batch", "", 0.0, 9.0, 3),
+            ("python", "Profiled batch", "", 10.0, 9.0, 4),
+        ]
+    )
     assert list(profiling.step_table(fit, event="Profiled batch").index) == [3, 4]
     with pytest.raises(ValueError, match="no 'train' step events"):
         profiling.step_table(fit)

@@ -1,4 +1,5 @@
-"""Unit tests for helpers.topics.quant: conversion modes, the interpreter and its fallback, the table."""
+"""Unit tests for helpers.topics.quant: conversion modes, the interpreter and its fallback, the
+table."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from helpers.topics import quant
+from helpers.topics import quant, quant_models
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,9 @@ def test_predictions_agree_with_keras(trained):
     model, x, x_test, _ = trained
     keras_pred = np.argmax(model.predict(x_test, verbose=0), axis=1)
     assert np.mean(quant.predict(quant.convert(model, "float32"), x_test) == keras_pred) >= 0.99
-    assert np.mean(quant.predict(quant.convert(model, "int8", x[:100]), x_test) == keras_pred) >= 0.9
+    assert (
+        np.mean(quant.predict(quant.convert(model, "int8", x[:100]), x_test) == keras_pred) >= 0.9
+    )
 
 
 def test_interpreter_falls_back_to_tf_lite(trained, monkeypatch):
@@ -63,11 +66,18 @@ def test_table_summary_figure(trained):
     model, x, x_test, y_test = trained
     calls = []
     contents = {mode: quant.convert(model, mode, x[:50]) for mode in quant.MODES}
-    table = quant.quant_table(model, contents, x_test, y_test, repeats=5, on_progress=lambda d, t: calls.append(d))
+    table = quant.quant_table(
+        model, contents, x_test, y_test, repeats=5, on_progress=lambda d, t: calls.append(d)
+    )
     assert list(table.index) == list(quant.MODES) and calls == [1, 2, 3, 4, 5]
-    assert table.loc["float32", "smaller by"] == "1.00x" and table.loc["float32", "agrees with Keras"] == 1.0
+    assert (
+        table.loc["float32", "smaller by"] == "1.00x"
+        and table.loc["float32", "agrees with Keras"] == 1.0
+    )
     assert (table["latency us"] > 0).all()
-    assert quant.quant_summary(table).startswith("int8: ") and "quartile ratios" in quant.quant_summary(table)
+    assert quant.quant_summary(table).startswith(
+        "int8: "
+    ) and "quartile ratios" in quant.quant_summary(table)
     assert len(quant.quant_figure(table, "t").axes) == 2
 
 
@@ -82,7 +92,7 @@ def _converted(model, x, input_type=None, output_type=None, spelling="notebook")
                 yield [batch]
             return
         for i in range(100):
-            yield [x[i:i + 1]]
+            yield [x[i : i + 1]]
 
     with contextlib.ExitStack() as stack:  # the SavedModel folder lives until converted
         if spelling == "saved model":
@@ -107,10 +117,24 @@ def _converted(model, x, input_type=None, output_type=None, spelling="notebook")
 INT8 = [
     ("stub", lambda m, x: b"", False, "got empty bytes"),
     ("solution", lambda m, x: _converted(m, x, "int8", "int8"), True, "an int8 model"),
-    ("calibrated from a tf.data pipeline", lambda m, x: _converted(m, x, "int8", "int8", "tf.data"), True, "an int8 model"),
-    ("from a SavedModel export", lambda m, x: _converted(m, x, "int8", "int8", "saved model"), True, "an int8 model"),
-    ("float32 input and output (the warned mistake)", lambda m, x: _converted(m, x), False,
-     "float32 and float32, not int8"),
+    (
+        "calibrated from a tf.data pipeline",
+        lambda m, x: _converted(m, x, "int8", "int8", "tf.data"),
+        True,
+        "an int8 model",
+    ),
+    (
+        "from a SavedModel export",
+        lambda m, x: _converted(m, x, "int8", "int8", "saved model"),
+        True,
+        "an int8 model",
+    ),
+    (
+        "float32 input and output (the warned mistake)",
+        lambda m, x: _converted(m, x),
+        False,
+        "float32 and float32, not int8",
+    ),
     ("int8 input only", lambda m, x: _converted(m, x, "int8"), False, "int8 and float32, not int8"),
     ("dynamic range", lambda m, x: quant.convert(m, "dynamic range"), False, "not int8"),
     ("a float32 model", lambda m, x: quant.convert(m, "float32"), False, "not int8"),
@@ -137,8 +161,12 @@ def test_int8_model_grader(row, trained, int8_answers):
 
 def test_int8_grader_does_not_let_a_run_error_escape(trained, int8_answers):
     model, _, x_test, _ = trained
-    feedback = quant.check_int8_model(int8_answers[1], model, x_test[:, :16])  # the solution row  # images of another size
-    assert not feedback and "running it on the test images raised" in feedback.message, feedback.message
+    feedback = quant.check_int8_model(
+        int8_answers[1], model, x_test[:, :16]
+    )  # the solution row  # images of another size
+    assert not feedback and "running it on the test images raised" in feedback.message, (
+        feedback.message
+    )
 
 
 def test_benchmarks_registered(monkeypatch):
@@ -157,18 +185,26 @@ def test_benchmarks_registered(monkeypatch):
     def experiment(size, modes, repeats, threads):
         calls.append((size, tuple(modes), repeats, tuple(threads)))
         table = pd.DataFrame()
-        table.attrs["timings"] = {(m, 1): timing.Timing(m, (0.004, 0.005, 0.006) if m == "float32" else (0.002, 0.0025, 0.003))
-                                  for m in modes}
+        table.attrs["timings"] = {
+            (m, 1): timing.Timing(
+                m, (0.004, 0.005, 0.006) if m == "float32" else (0.002, 0.0025, 0.003)
+            )
+            for m in modes
+        }
         return table
 
     monkeypatch.setattr(model_latency, "mobilenet_experiment", experiment)
     latency = ids["quant.int8_latency"].run(quick=True)
-    assert calls == [(96, ("float32", "int8"), 10, (1,))] and latency["speedup"] == pytest.approx(2.0)
+    assert calls == [(96, ("float32", "int8"), 10, (1,))] and latency["speedup"] == pytest.approx(
+        2.0
+    )
 
 
 def test_quant_experiment_trains_then_tabulates():
     calls = []
-    table = quant.quant_experiment(width=4, epochs=1, n_train=200, repeats=2, on_progress=lambda d, t: calls.append(d))
+    table = quant.quant_experiment(
+        width=4, epochs=1, n_train=200, repeats=2, on_progress=lambda d, t: calls.append(d)
+    )
     assert list(table.index) == list(quant.MODES) and calls[-1] == len(quant.MODES) + 1
 
 
@@ -182,12 +218,22 @@ def test_latency_tables(trained):
     assert list(table.index) == [("float32", 1), ("int8", 1), ("float32", 2), ("int8", 2)]
     assert (table["median ms"] > 0).all() and table.loc[("float32", 2), "vs float32"] == "1.00x"
     assert len(model_latency.latency_figure(table, "t").axes) == 1
-    lines = model_latency.latency_summary(table).splitlines()  # one verdict per thread count, with its spread
-    assert [line.split(" ", 3)[:3] for line in lines] == [["int8,", "1", "thread"], ["int8,", "2", "threads"]]
+    lines = model_latency.latency_summary(
+        table
+    ).splitlines()  # one verdict per thread count, with its spread
+    assert [line.split(" ", 3)[:3] for line in lines] == [
+        ["int8,", "1", "thread"],
+        ["int8,", "2", "threads"],
+    ]
     assert all("quartile ratios" in line and "float32, " in line for line in lines)
     sizes = model_latency.size_latency_table({"cnn": (contents, x_test[:1])}, repeats=3)
-    assert sizes.loc["cnn", "int8 speed-up"] > 0 and len(model_latency.size_latency_figure(sizes).axes) == 1
-    assert model_latency.size_latency_summary(sizes).startswith("int8 against float32, one thread, per model:\ncnn (float32 ")
+    assert (
+        sizes.loc["cnn", "int8 speed-up"] > 0
+        and len(model_latency.size_latency_figure(sizes).axes) == 1
+    )
+    assert model_latency.size_latency_summary(sizes).startswith(
+        "int8 against float32, one thread, per model:\ncnn (float32 "
+    )
     assert "quartile ratios" in model_latency.size_latency_summary(sizes)
     with pytest.raises(ValueError, match="threads"):
         model_latency.latency_table(contents, x_test[:1], threads=(0,))
@@ -197,18 +243,30 @@ def test_latency_tables(trained):
 
 def test_integer_modes_their_ops_and_the_summary(trained):
     model, x, x_test, y_test = trained
-    contents = {mode: quant.convert(model, mode, x[:50]) for mode in ("float32", "int8", *quant.MORE_MODES)}
+    contents = {
+        mode: quant.convert(model, mode, x[:50])
+        for mode in ("float32", "int8", *quant_models.MORE_MODES)
+    }
     fallback, _ = quant.make_interpreter(contents["int8, float fallback"])
     int8, _ = quant.make_interpreter(contents["int8"])
     x16, _ = quant.make_interpreter(contents["16x8"])
-    assert fallback.get_input_details()[0]["dtype"] == np.float32 and int8.get_input_details()[0]["dtype"] == np.int8
+    assert (
+        fallback.get_input_details()[0]["dtype"] == np.float32
+        and int8.get_input_details()[0]["dtype"] == np.int8
+    )
     assert "int16" in quant.op_dtypes(x16) and "int8" in quant.op_dtypes(fallback)
     ops = int8._get_ops_details()
-    assert sum(quant.op_dtypes(int8).values()) == sum(op["op_name"] != "DELEGATE" for op in ops) < len(ops)
+    assert (
+        sum(quant.op_dtypes(int8).values())
+        == sum(op["op_name"] != "DELEGATE" for op in ops)
+        < len(ops)
+    )
     table = quant.quant_table(model, contents, x_test, y_test, repeats=5)
     lines = quant.modes_summary(table).splitlines()
-    assert [line.split(":")[0] for line in lines] == ["int8", *quant.MORE_MODES]
-    assert all("x smaller, agrees with Keras on" in line and "quartile ratios" in line for line in lines)
+    assert [line.split(":")[0] for line in lines] == ["int8", *quant_models.MORE_MODES]
+    assert all(
+        "x smaller, agrees with Keras on" in line and "quartile ratios" in line for line in lines
+    )
     with pytest.raises(ValueError, match="16x8 needs representative"):
         quant.convert(model, "16x8")
 
@@ -218,17 +276,27 @@ def test_layer_errors_read_the_debugger_statistics():
 
     import pandas as pd
 
-    csv = ("op_name,tensor_idx,num_elements,stddev,mean_error,max_abs_error,mean_squared_error,scale,zero_point,tensor_name\n"
-           "CONV_2D,3,100,0.1,0.0,0.5,0.0009,0.1,-128,seq/conv2d/Relu;seq/conv2d/BiasAdd\n"
-           "MAX_POOL_2D,4,25,0.1,0.0,0.0,0.0,0.1,-128,seq/pool/MaxPool2d\n"
-           "FULLY_CONNECTED,7,10,0.1,0.01,0.9,0.04,0.1,3,seq/dense/MatMul;seq/dense/BiasAdd\n")
+    csv = (
+        "op_name,tensor_idx,num_elements,stddev,mean_error,max_abs_error,mean_squared_error,scale,zero_point,tensor_name\n"
+        "CONV_2D,3,100,0.1,0.0,0.5,0.0009,0.1,-128,seq/conv2d/Relu;seq/conv2d/BiasAdd\n"
+        "MAX_POOL_2D,4,25,0.1,0.0,0.0,0.0,0.1,-128,seq/pool/MaxPool2d\n"
+        "FULLY_CONNECTED,7,10,0.1,0.01,0.9,0.04,0.1,3,seq/dense/MatMul;seq/dense/BiasAdd\n"
+    )
     stats = pd.read_csv(io.StringIO(csv))
     with pytest.raises(ValueError, match="rmse/scale"):
         quant.layer_errors(stats)
     stats["rmse/scale"] = np.sqrt(stats["mean_squared_error"]) / stats["scale"]
     table = quant.layer_errors(stats)
-    assert list(table["layer"]) == ["seq/dense", "seq/conv2d", "seq/pool"]  # largest rmse/scale first: 2.0, 0.3, 0
-    assert list(table["rmse/scale"]) == [2.0, 0.3, 0.0] and table["tensor_name"][0].startswith("seq/dense/MatMul")
+    assert list(table["layer"]) == [
+        "seq/dense",
+        "seq/conv2d",
+        "seq/pool",
+    ]  # largest rmse/scale first: 2.0, 0.3, 0
+    assert list(table["rmse/scale"]) == [2.0, 0.3, 0.0] and table["tensor_name"][0].startswith(
+        "seq/dense/MatMul"
+    )
     line = quant.layer_errors_summary(table)
-    assert line.startswith("largest rmse/scale: 2.000 at seq/dense (FULLY_CONNECTED), 6.93x rounding alone (0.289)")
+    assert line.startswith(
+        "largest rmse/scale: 2.000 at seq/dense (FULLY_CONNECTED), 6.93x rounding alone (0.289)"
+    )
     assert line.endswith("1 of the 2 layers that round are above twice that")

@@ -30,30 +30,46 @@ def test_there_is_something_to_check():
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_notebook_lists_its_taught_calls(name):
-    assert TAUGHT.get(name), f"{name} has no entry in TAUGHT (tests/test_lesson_pattern.py): the calls it teaches"
+    assert TAUGHT.get(name), (
+        f"{name} has no entry in TAUGHT (tests/test_lesson_pattern.py): the calls it teaches"
+    )
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_notebook_is_in_the_readme_and_the_start_here_map(name):
     number = name[:2]
     row = re.compile(rf"^\| {number} \| \[[^\]]+\]\((?:notebooks/)?{re.escape(name)}\) \|", re.M)
-    assert row.search((ROOT / "README.md").read_text()), f"README.md's notebook table has no row for {name}"
+    assert row.search((ROOT / "README.md").read_text()), (
+        f"README.md's notebook table has no row for {name}"
+    )
     if number != "00":  # 00 names itself "(this one)"
-        assert row.search(markdown_of("00_start_here.ipynb")), f"notebook 00's map has no row for {name}"
+        assert row.search(markdown_of("00_start_here.ipynb")), (
+            f"notebook 00's map has no row for {name}"
+        )
 
 
 def test_every_topic_module_is_described_in_the_package_docstring():
-    text = ast.get_docstring(ast.parse((ROOT / "helpers" / "topics" / "__init__.py").read_text())) or ""
+    text = (
+        ast.get_docstring(ast.parse((ROOT / "helpers" / "topics" / "__init__.py").read_text()))
+        or ""
+    )
     missing = [name for name in TOPICS if f"``{name}``" not in text]
     assert not missing, f"helpers/topics/__init__.py does not describe {missing}"
 
 
 def test_every_topic_module_that_registers_comparisons_is_read_by_the_bench():
-    registering = [name for name in TOPICS
-                   if re.search(r"^BENCHMARKS\s*=", (ROOT / "helpers" / "topics" / f"{name}.py").read_text(), re.M)]
+    registering = [
+        name
+        for name in TOPICS
+        if re.search(
+            r"^BENCHMARKS\s*=", (ROOT / "helpers" / "topics" / f"{name}.py").read_text(), re.M
+        )
+    ]
     assert registering, "no topic module registers a comparison"
     missing = [name for name in registering if f"helpers.topics.{name}" not in bench.TOPIC_MODULES]
-    assert not missing, f"helpers.bench.TOPIC_MODULES lacks {missing}: their ids would vanish from make bench"
+    assert not missing, (
+        f"helpers.bench.TOPIC_MODULES lacks {missing}: their ids would vanish from make bench"
+    )
 
 
 def test_every_lesson_module_is_found_by_its_notebooks_name():
@@ -66,5 +82,7 @@ def test_every_lesson_module_is_found_by_its_notebooks_name():
     for stem in stems:
         if stem[3:] in modules:
             assert lessons.of(stem).__name__ == f"helpers.lessons.{stem[3:]}"
-    with pytest.raises(ModuleNotFoundError, match="01_look_inside_graphs: no exported lesson module"):
+    with pytest.raises(
+        ModuleNotFoundError, match="01_look_inside_graphs: no exported lesson module"
+    ):
         lessons.of("01_look_inside_graphs")

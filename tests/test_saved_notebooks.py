@@ -11,7 +11,9 @@ import pytest
 
 from helpers import nbtools
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted(
+    (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")
+)
 
 
 def test_there_are_notebooks():
@@ -27,8 +29,15 @@ def test_saved_notebook_is_clean(path):
 def test_notebook_follows_the_template(path):
     nb = nbformat.read(path, as_version=4)
     markdown = "\n".join(nbtools.source(c) for c in nb.cells if c.cell_type == "markdown")
-    for needle in ("**What you'll do**", "**What you'll learn**", "**What you need**", "**Time**",
-                   "## Setup", "## Exercises", "## Summary"):
+    for needle in (
+        "**What you'll do**",
+        "**What you'll learn**",
+        "**What you need**",
+        "**Time**",
+        "## Setup",
+        "## Exercises",
+        "## Summary",
+    ):
         assert needle in markdown, f"{path.name} has no {needle}"
     solutions = [c for c in nb.cells if c.cell_type == "code" and "# Solution" in nbtools.source(c)]
     assert all(c.metadata.get("jupyter", {}).get("source_hidden") for c in solutions)

@@ -5,8 +5,12 @@ from __future__ import annotations
 from helpers.topics import start
 
 GOOD = {
-    "tensorflow": "2.21.0", "keras": "3.15.1", "ipywidgets": "8.1.9", "matplotlib": "3.11.2",
-    "pandas": "3.1.1", "tf-performance-workbook": "0.1.0",
+    "tensorflow": "2.21.0",
+    "keras": "3.15.1",
+    "ipywidgets": "8.1.9",
+    "matplotlib": "3.11.2",
+    "pandas": "3.1.1",
+    "tf-performance-workbook": "0.1.0",
 }
 
 
@@ -21,7 +25,9 @@ def test_wrong_or_missing_packages_fail_with_a_fix():
     versions = {**GOOD, "tensorflow": "2.15.1"}
     del versions["ipywidgets"]
     rows = {r.requirement: r for r in start.checks(version_of=versions.get, available_gib=8.0)}
-    assert rows["tensorflow 2.21.x"].status == "FAIL" and "make lab" in rows["tensorflow 2.21.x"].fix
+    assert (
+        rows["tensorflow 2.21.x"].status == "FAIL" and "make lab" in rows["tensorflow 2.21.x"].fix
+    )
     assert rows["ipywidgets 8.x"].found == "not installed"
     summary = start.summary(list(rows.values()))
     assert summary.startswith("2 of ") and "tensorflow 2.21.x, ipywidgets 8.x" in summary
@@ -60,11 +66,29 @@ def test_check_warmup():
 
 
 def test_forcing_summary_reads_each_mode():
-    text = start.forcing_summary({"synchronous, not forced": 0.18, "synchronous, forced": 0.22,
-                                  "asynchronous, not forced": 0.0002, "asynchronous, forced": 0.14})
+    text = start.forcing_summary(
+        {
+            "synchronous, not forced": 0.18,
+            "synchronous, forced": 0.22,
+            "asynchronous, not forced": 0.0002,
+            "asynchronous, forced": 0.14,
+        }
+    )
     sync, asynchronous = text.splitlines()
-    assert sync.startswith("Synchronous: not forced 180.00 ms, forced 220.00 ms (the early clock read 81.8% of the forced one): "
-                           "the call returned when its work")
-    assert "(the early clock read 0.1% of the forced one): the early clock measured little more than handing" in asynchronous
-    assert "missed part of the work" in start.forcing_summary({"synchronous, not forced": 0.03, "synchronous, forced": 0.1,
-                                                               "asynchronous, not forced": 0.0, "asynchronous, forced": 0.0})
+    assert sync.startswith(
+        "Synchronous: not forced 180.00 ms, forced 220.00 ms "
+        "(the early clock read 81.8% of the forced one): "
+        "the call returned when its work"
+    )
+    assert (
+        "(the early clock read 0.1% of the forced one): "
+        "the early clock measured little more than handing" in asynchronous
+    )
+    assert "missed part of the work" in start.forcing_summary(
+        {
+            "synchronous, not forced": 0.03,
+            "synchronous, forced": 0.1,
+            "asynchronous, not forced": 0.0,
+            "asynchronous, forced": 0.0,
+        }
+    )

@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _conftest():
-    spec = importlib.util.spec_from_file_location("workbook_conftest_under_test", ROOT / "conftest.py")
+    spec = importlib.util.spec_from_file_location(
+        "workbook_conftest_under_test", ROOT / "conftest.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -41,17 +43,25 @@ def test_summary_splits_the_jupyterlab_run_into_its_phases():
     conftest = _conftest()
     conftest.SECOND_RUN["mode"] = "jupyterlab"
     phases = {"open": 4.2, "run all": 5.4, "save": 0.3, "clicks": 0.6}
-    reporter = Reporter([
-        Report("notebooks/00_a.ipynb::Cell 0", 2.0),
-        Report("notebooks/00_a.ipynb::Cell 1", 13.0, [(conftest.RERUN_KEY, 10.5), (conftest.PHASES_KEY, phases)]),
-        Report("notebooks/01_b.ipynb::Cell 0", 1.0),
-        Report("tests/test_env.py::test_x", 9.0),  # not a notebook: not in the table
-    ])
+    reporter = Reporter(
+        [
+            Report("notebooks/00_a.ipynb::Cell 0", 2.0),
+            Report(
+                "notebooks/00_a.ipynb::Cell 1",
+                13.0,
+                [(conftest.RERUN_KEY, 10.5), (conftest.PHASES_KEY, phases)],
+            ),
+            Report("notebooks/01_b.ipynb::Cell 0", 1.0),
+            Report("tests/test_env.py::test_x", 9.0),  # not a notebook: not in the table
+        ]
+    )
     conftest.pytest_terminal_summary(reporter)
     text = "\n".join(reporter.lines)
     assert "(second run: open, run all, save, clicks)" in reporter.lines[1]
     assert "    4.5    10.5    15.0      2  00_a.ipynb  (4 / 5 / 0 / 1)" in reporter.lines
-    assert "    1.0     0.0     1.0      1  01_b.ipynb" in reporter.lines  # no second run recorded: no split
+    assert (
+        "    1.0     0.0     1.0      1  01_b.ipynb" in reporter.lines
+    )  # no second run recorded: no split
     assert "    5.5    10.5    16.0      3  in all" in reporter.lines
     assert "test_env" not in text
 

@@ -41,12 +41,17 @@ def test_plan_shards():
         tfrecords.plan_shards(10, 100, 300, n_shards=0)
 
 
-@pytest.mark.parametrize("gzip,encoding", [(False, "raw"), (True, "raw"), (False, "png"), (False, "jpeg")])
+@pytest.mark.parametrize(
+    "gzip,encoding", [(False, "raw"), (True, "raw"), (False, "png"), (False, "jpeg")]
+)
 def test_convert_and_verify(tmp_path, data, gzip, encoding):
     shards = convert(data, tmp_path, gzip=gzip, encoding=encoding)
     assert [s.records for s in shards] == [40, 40, 40]
     assert shards[0].file == "train-00000-of-00003.tfrecord" + (".gz" if gzip else "")
-    assert tfrecords.verify(tmp_path, *data, "train", progress=False) == {"shards": 3, "records": 120}
+    assert tfrecords.verify(tmp_path, *data, "train", progress=False) == {
+        "shards": 3,
+        "records": 120,
+    }
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["train"]["options"] == {"gzip": gzip, "encoding": encoding}
 
@@ -83,7 +88,9 @@ def test_resharding_removes_stale_shards(tmp_path, data):
     convert(data, tmp_path, n_shards=3)
     convert(data, tmp_path, n_shards=2)
     assert sorted(p.name for p in tmp_path.glob("*.tfrecord")) == [
-        "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
+        "train-00000-of-00002.tfrecord",
+        "train-00001-of-00002.tfrecord",
+    ]
 
 
 def test_flipped_byte_is_named_by_shard_and_record(tmp_path, data):
@@ -93,7 +100,9 @@ def test_flipped_byte_is_named_by_shard_and_record(tmp_path, data):
     with pytest.raises(tfrecords.VerificationError) as exc:
         tfrecords.verify(tmp_path, *data, "train", progress=False)
     message = str(exc.value)
-    assert message.startswith(f"train-00001-of-00003.tfrecord: record {offset // record_size} is corrupt")
+    assert message.startswith(
+        f"train-00001-of-00003.tfrecord: record {offset // record_size} is corrupt"
+    )
     assert "function_node" not in message
     with pytest.raises(ValueError, match="outside"):
         tfrecords.flip_bit(tmp_path / "train-00000-of-00003.tfrecord", offset=10**9)
@@ -104,7 +113,10 @@ def test_wrong_source_is_named(tmp_path, data):
     images, labels = data
     other = labels.copy()
     other[45] = (other[45] + 1) % 10
-    with pytest.raises(tfrecords.VerificationError, match="train-00001-of-00003.tfrecord: record 5 does not match source image 45"):
+    with pytest.raises(
+        tfrecords.VerificationError,
+        match="train-00001-of-00003.tfrecord: record 5 does not match source image 45",
+    ):
         tfrecords.verify(tmp_path, images, other, "train", progress=False)
 
 
@@ -120,14 +132,18 @@ def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypa
     monkeypatch.setattr(lesson, "make_example", flaky)
     with pytest.raises(KeyboardInterrupt):
         convert(data, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json", "train-00000-of-00003.tfrecord"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "manifest.json",
+        "train-00000-of-00003.tfrecord",
+    ]
     monkeypatch.setattr(lesson, "make_example", real)
     convert(data, tmp_path)
     assert tfrecords.verify(tmp_path, *data, "train", progress=False)["shards"] == 3
 
 
 def test_a_rerun_removes_what_a_killed_run_left_half_written(tmp_path, data):
-    """A kill can land while a shard or the manifest is being written: the rerun removes both temps."""
+    """A kill can land while a shard or the manifest is being written: the rerun removes both
+    temps."""
     (tmp_path / ".train-00000-of-00003.tfrecord.x1.tmp").write_bytes(b"half a shard")
     (tmp_path / ".manifest.json.x2.tmp").write_text('{"train": ')
     convert(data, tmp_path)
@@ -140,10 +156,16 @@ def test_killed_conversion_leaves_only_complete_shards(tmp_path):
         from helpers.topics import cifar, tfrecords
         images, labels = cifar.synthetic_images(4000, seed=9)
         print("ready", flush=True)
-        tfrecords.convert(images, labels, {str(tmp_path)!r}, "train", n_shards=40, encoding="png", progress=False)
+        tfrecords.convert(
+            images, labels, {str(tmp_path)!r}, "train", n_shards=40, encoding="png", progress=False
+        )
     """)
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     try:
         assert child.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 60
@@ -156,14 +178,21 @@ def test_killed_conversion_leaves_only_complete_shards(tmp_path):
     assert 3 <= len(finals) < 40, "the kill did not land mid-conversion"
     manifest = json.loads((tmp_path / "manifest.json").read_text())["train"]["shards"]
     recorded = {s["file"]: s for s in manifest}
-    for path in finals:  # complete: it matches the manifest's checksum, or it is the one being recorded
+    for (
+        path
+    ) in finals:  # complete: it matches the manifest's checksum, or it is the one being recorded
         if path.name in recorded:
             assert tfrecords.sha256_of(path) == recorded[path.name]["sha256"]
     assert len(finals) - len(recorded) <= 1
     images, labels = cifar.synthetic_images(4000, seed=9)
-    tfrecords.convert(images, labels, tmp_path, "train", n_shards=40, encoding="png", progress=False)
+    tfrecords.convert(
+        images, labels, tmp_path, "train", n_shards=40, encoding="png", progress=False
+    )
     assert not list(tmp_path.glob(".*.tmp"))
-    assert tfrecords.verify(tmp_path, images, labels, "train", progress=False) == {"shards": 40, "records": 4000}
+    assert tfrecords.verify(tmp_path, images, labels, "train", progress=False) == {
+        "shards": 40,
+        "records": 4000,
+    }
 
 
 def test_readers_agree(tmp_path):
@@ -171,7 +200,9 @@ def test_readers_agree(tmp_path):
     inputs = shard_reading.reader_inputs(tmp_path, images, labels, cifar.CLASSES)
     built = lesson.reader_variants(inputs, images, labels, cifar.CLASSES)
     assert list(built) == list(shard_reading.READERS)
-    assert {name: read() for name, read in built.items()} == dict.fromkeys(shard_reading.READERS, 64)
+    assert {name: read() for name, read in built.items()} == dict.fromkeys(
+        shard_reading.READERS, 64
+    )
     first = next(iter(lesson.read_files(inputs["files"], cifar.CLASSES, batch=64)))
     order = [int(Path(p).stem) for p in inputs["files"]]
     np.testing.assert_array_equal(first[1].numpy(), labels[order])
@@ -189,7 +220,9 @@ def test_widget_variants_pair_png_files_with_the_chosen_reader(tmp_path):
 def test_png_records_decode_to_the_same_pixels_and_refuse_a_batched_parse(tmp_path):
     images, labels = cifar.synthetic_images(40, seed=5)
     inputs = shard_reading.reader_inputs(tmp_path, images, labels, cifar.CLASSES)
-    read = list(lesson.read_shards(inputs["one_png"], batched_parse=False, encoding="png", batch=40))
+    read = list(
+        lesson.read_shards(inputs["one_png"], batched_parse=False, encoding="png", batch=40)
+    )
     np.testing.assert_array_equal(read[0][0].numpy(), images)
     np.testing.assert_array_equal(read[0][1].numpy(), labels)
     with pytest.raises(ValueError, match="decoded one at a time: pass batched_parse=False"):
@@ -205,7 +238,10 @@ def page_cached(path):
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     vec = (ctypes.c_ubyte * -(-size // mmap.PAGESIZE))()
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY) as mapped:
+    with (
+        open(path, "rb") as handle,
+        mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY) as mapped,
+    ):
         view = ctypes.c_char.from_buffer(mapped)
         status = libc.mincore(ctypes.addressof(view), size, vec)
         del view  # the map cannot close while a pointer into it exists
@@ -221,7 +257,9 @@ def test_drop_from_page_cache_empties_the_cache_and_the_widget_hook_uses_it(tmp_
     lesson.drop_from_page_cache([str(path)])
     assert page_cached(path) == 0
     assert lesson.cold_read_mb_per_s(str(path)) > 0
-    assert shard_reading.random_file(path, 4 * 2**20).stat().st_mtime_ns == path.stat().st_mtime_ns  # kept
+    assert (
+        shard_reading.random_file(path, 4 * 2**20).stat().st_mtime_ns == path.stat().st_mtime_ns
+    )  # kept
     assert shard_reading.drop_before_each("1 shard, batched parse", 8, tmp_path, "warm") is None
     hook = shard_reading.drop_before_each("1 shard, batched parse", 8, tmp_path, "cold")
     one = tmp_path / "readers-8" / "one"
@@ -238,24 +276,47 @@ def test_disk_and_cold_summaries_read_the_numbers():
 
     assert "in the range of a SATA SSD" in shard_reading.disk_summary([520.0, 540.0, 530.0], 2**28)
     assert "slower than a hard disk typically reads" in shard_reading.disk_summary([40.0], 2**28)
-    assert "between a SATA SSD and an NVMe SSD by their typical figures" in shard_reading.disk_summary([1_200.0], 2**28)
+    assert (
+        "between a SATA SSD and an NVMe SSD by their typical figures"
+        in shard_reading.disk_summary([1_200.0], 2**28)
+    )
     assert "faster than an NVMe SSD typically reads" in shard_reading.disk_summary([9_000.0], 2**28)
 
     def table(files, png_shard, raw_shard):
         from helpers import timing
 
-        runs = {"PNG files": files, "1 shard, PNG records": png_shard, "1 shard, batched parse": raw_shard}
-        return timing.comparison_table({k: timing.Timing(k, (v * 0.95, v, v * 1.05)) for k, v in runs.items()},
-                                       "PNG files")
+        runs = {
+            "PNG files": files,
+            "1 shard, PNG records": png_shard,
+            "1 shard, batched parse": raw_shard,
+        }
+        return timing.comparison_table(
+            {k: timing.Timing(k, (v * 0.95, v, v * 1.05)) for k, v in runs.items()}, "PNG files"
+        )
 
     warm, cold = table(0.9, 0.75, 0.19), table(1.4, 0.8, 0.19)
-    sizes = {"PNG files": 25_000_000, "1 shard, PNG records": 26_000_000, "1 shard, batched parse": 31_000_000}
+    sizes = {
+        "PNG files": 25_000_000,
+        "1 shard, PNG records": 26_000_000,
+        "1 shard, batched parse": 31_000_000,
+    }
     text = shard_reading.cold_summary(warm, cold, sizes, [150.0])
-    assert "The file count's gap grew when the files came from the disk (quartile ratios 1.66-1.84x cold, 1.14-1.26x warm)." in text
-    assert "1 shard, batched parse: 163.2 MB/s cold, 109% of the disk's 150 MB/s" in text and "likely I/O-bound" in text
-    assert "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; far below" in text
+    assert (
+        "The file count's gap grew when the files came from the disk "
+        "(quartile ratios 1.66-1.84x cold, 1.14-1.26x warm)." in text
+    )
+    assert (
+        "1 shard, batched parse: 163.2 MB/s cold, 109% of the disk's 150 MB/s" in text
+        and "likely I/O-bound" in text
+    )
+    assert (
+        "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; far below"
+        in text
+    )
     same = shard_reading.cold_summary(warm, warm, sizes, [1_000.0])
-    assert "shows no clear change between cold and warm reads (quartile ratios 1.14-1.26x cold" in same
+    assert (
+        "shows no clear change between cold and warm reads (quartile ratios 1.14-1.26x cold" in same
+    )
     assert "the ranges overlap, so rerun with more repeats before drawing a conclusion" in same
     assert "shrank when" in shard_reading.cold_summary(cold, warm, sizes, [150.0])
     assert isinstance(warm, pd.DataFrame)
@@ -268,9 +329,12 @@ def test_make_example_refuses_an_unknown_encoding(data):
 
 # --- The exercise: two GZIP shards written in this run ------------------------------------------
 
+
 def solve(out, images, labels, gzip=True, parts=2, encoding="raw"):
     for index, part in enumerate(np.array_split(np.arange(len(images)), parts)):
-        lesson.write_shard(out / f"v-{index}-of-{parts}.tfrecord.gz", images[part], labels[part], encoding, gzip)
+        lesson.write_shard(
+            out / f"v-{index}-of-{parts}.tfrecord.gz", images[part], labels[part], encoding, gzip
+        )
 
 
 def test_the_stub_fails_even_when_an_earlier_run_left_correct_shards(tmp_path, data):
@@ -296,7 +360,9 @@ def test_the_solution_passes_at_every_size(tmp_path, n):
     out = tfrecords.fresh_dir(tmp_path / "exercise")
     solve(out, images, labels)
     feedback = tfrecords.check_two_gzip_shards(out, images, labels)
-    assert feedback and repr(feedback) == f"Correct: {n} records in 2 GZIP shards, read back in order."
+    assert (
+        feedback and repr(feedback) == f"Correct: {n} records in 2 GZIP shards, read back in order."
+    )
 
 
 def test_wrong_answers_are_named(tmp_path, data):
@@ -317,8 +383,12 @@ def test_wrong_answers_are_named(tmp_path, data):
     assert "record 0 is not image 0" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
     out = tfrecords.fresh_dir(tmp_path / "short")
     solve(out, images[:100], labels[:100])
-    assert "hold 100 records; the split has 120" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
-    out = tfrecords.fresh_dir(tmp_path / "lopsided")  # every record, in order, but not split in halves
+    assert "hold 100 records; the split has 120" in repr(
+        tfrecords.check_two_gzip_shards(out, images, labels)
+    )
+    out = tfrecords.fresh_dir(
+        tmp_path / "lopsided"
+    )  # every record, in order, but not split in halves
     lesson.write_shard(out / "a.tfrecord.gz", images[:1], labels[:1], gzip=True)
     lesson.write_shard(out / "b.tfrecord.gz", images[1:], labels[1:], gzip=True)
     assert "hold 1 and 119 records" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
@@ -337,7 +407,9 @@ def test_shard_size_variants_read_every_record_of_each_layout(tmp_path):
     images, labels = cifar.synthetic_images(200, seed=12)
     layouts = {}
     for target in (2**20, 2**14):
-        tfrecords.convert(images, labels, tmp_path / str(target), "all", target_bytes=target, progress=False)
+        tfrecords.convert(
+            images, labels, tmp_path / str(target), "all", target_bytes=target, progress=False
+        )
         layouts[f"{target}"] = tfrecords.shard_paths(tmp_path / str(target), "all")
     assert len(layouts["1048576"]) == 1 and len(layouts["16384"]) > 10
     built = lesson.shard_size_variants(layouts)
@@ -349,13 +421,29 @@ def test_shard_size_variants_read_every_record_of_each_layout(tmp_path):
 def test_sizes_and_shares_summaries():
     import pandas as pd
 
-    sizes = pd.DataFrame({"MB_per_s": [600.0, 300.0]}, index=["big, one file at a time", "small, one file at a time"])
+    sizes = pd.DataFrame(
+        {"MB_per_s": [600.0, 300.0]}, index=["big, one file at a time", "small, one file at a time"]
+    )
     text = shard_reading.sizes_summary(sizes, [1000.0, 1200.0, 1100.0])
     assert "the fastest, big, one file at a time, reached 55% of the disk's 1,100 MB/s" in text
     assert shard_reading.sizes_summary(sizes, None).startswith("Read warm")
-    shares = pd.DataFrame([{"layout": "4 big", "workers": 8, "files each (fewest-most)": "0-1", "idle workers": 4},
-                           {"layout": "400 small", "workers": 8, "files each (fewest-most)": "50-50", "idle workers": 0},
-                           {"layout": "390 small", "workers": 8, "files each (fewest-most)": "48-49", "idle workers": 0}])
+    shares = pd.DataFrame(
+        [
+            {"layout": "4 big", "workers": 8, "files each (fewest-most)": "0-1", "idle workers": 4},
+            {
+                "layout": "400 small",
+                "workers": 8,
+                "files each (fewest-most)": "50-50",
+                "idle workers": 0,
+            },
+            {
+                "layout": "390 small",
+                "workers": 8,
+                "files each (fewest-most)": "48-49",
+                "idle workers": 0,
+            },
+        ]
+    )
     text = shard_reading.shares_summary(shares)
     assert "4 big among 8 workers: 4 of them get no file and sit idle" in text
     assert "400 small among 8 workers: every worker gets 50 files" in text

@@ -20,6 +20,7 @@ class FakeClock:
         def fn(*args):
             self.now += seconds
             return args
+
         return fn
 
 
@@ -52,9 +53,11 @@ def test_timing_statistics():
 
 def test_measure_counts_warmup_and_repeats(clock):
     calls = []
+
     def fn():
         calls.append(clock.now)
         clock.now += 0.5
+
     t = timing.measure(fn, warmup=2, repeats=3)
     assert len(calls) == 5 and t.count == 3
     assert t.seconds == (0.5, 0.5, 0.5)
@@ -122,11 +125,14 @@ def test_unknown_baseline():
 
 def test_compare_interleaves_and_rotates(clock):
     order = []
+
     def variant(name, seconds):
         def fn():
             order.append(name)
             clock.now += seconds
+
         return fn
+
     table = timing.compare(
         {"slow": variant("slow", 0.4), "fast": variant("fast", 0.1)}, warmup=1, repeats=3
     )
@@ -150,12 +156,24 @@ def test_before_each_runs_before_every_timed_call_outside_the_clock(clock):
         def fn():
             events.append(("run", name))
             clock.now += 0.1
+
         return fn
 
-    table = timing.compare({"a": variant("a"), "b": variant("b")}, warmup=1, repeats=2, before_each=drop)
-    assert events == [("run", "a"), ("run", "b"),  # the warm-up round: no set-up
-                      ("drop", "a"), ("run", "a"), ("drop", "b"), ("run", "b"),
-                      ("drop", "b"), ("run", "b"), ("drop", "a"), ("run", "a")]
+    table = timing.compare(
+        {"a": variant("a"), "b": variant("b")}, warmup=1, repeats=2, before_each=drop
+    )
+    assert events == [
+        ("run", "a"),
+        ("run", "b"),  # the warm-up round: no set-up
+        ("drop", "a"),
+        ("run", "a"),
+        ("drop", "b"),
+        ("run", "b"),
+        ("drop", "b"),
+        ("run", "b"),
+        ("drop", "a"),
+        ("run", "a"),
+    ]
     assert table.loc["a", "median_s"] == pytest.approx(0.1)
     with pytest.raises(TypeError, match="before_each must be callable or None"):
         timing.compare({"a": variant("a")}, before_each="drop the cache")
@@ -181,7 +199,9 @@ def test_compare_progress_and_min_time(clock):
     seen = []
     table = timing.compare(
         {"a": clock.work(0.25), "b": clock.work(0.5)},
-        repeats=2, min_time=2.0, on_progress=lambda d, t: seen.append((d, t)),
+        repeats=2,
+        min_time=2.0,
+        on_progress=lambda d, t: seen.append((d, t)),
     )
     assert int(table.loc["a", "repeats"]) == 3  # 0.75 s a round: 3 rounds reach 2 s in all
     assert seen == [(1, 2), (2, 2), (3, 3)]
@@ -218,7 +238,11 @@ def test_format_seconds():
 
 def test_rotated_shifts_one_place_per_round():
     assert [timing.rotated(["a", "b", "c"], r) for r in range(4)] == [
-        ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+        ["a", "b", "c"],
+        ["b", "c", "a"],
+        ["c", "a", "b"],
+        ["a", "b", "c"],
+    ]
     assert timing.rotated([], 3) == []
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import results
-from helpers.topics import jobfile, tune_report, tuning
+from helpers.topics import jobfile, tune_report, tuning, tuning_trials
 from helpers.topics.tuning import BASELINE, COMBINED, Outcome, Trial
 from helpers.tune import budget_seconds
 
@@ -26,7 +26,9 @@ STEPS = 4
 BATCH_SIZES = [8, 16]
 DATASET_CHOICES = {"scale": [1.0, 2.0]}
 def make_model():
-    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax", dtype="float32")])
+    return keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3, activation="softmax", dtype="float32")]
+    )
 def make_dataset(batch_size, scale=1.0):
     x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32") * scale
     return tf.data.Dataset.from_tensor_slices((x, (x[:, 0] > 0).astype("int64"))).batch(batch_size)
@@ -39,19 +41,25 @@ def write(tmp_path: Path, text: str, name: str = "job.py") -> Path:
     return path
 
 
-@pytest.mark.parametrize("text, words", [
-    ("x = 1\n", "must define make_model()"),
-    ("def make_model(): pass\n", "must define make_dataset()"),
-    ("import nonexistent_module_xyz\n", "importing job.py raised ModuleNotFoundError"),
-    (GOOD + "BATCH_SIZES = [8, 8]\n", "BATCH_SIZES must be a list of different"),
-    (GOOD + "BATCH_SIZES = [0]\n", "BATCH_SIZES"),
-    (GOOD + "STEPS = 2.5\n", "STEPS must be a whole number"),
-    (GOOD + "STEPS = True\n", "STEPS must be a whole number"),
-    (GOOD + "DATASET_CHOICES = {'scale': [2.0, 1.0]}\n", "must start with make_dataset()'s default 1.0"),
-    (GOOD + "DATASET_CHOICES = {'other': [1, 2]}\n", "takes no argument of that name"),
-    (GOOD + "MODEL_CHOICES = {'x': [1]}\n", "at least one alternative"),
-    (GOOD + "MODEL_CHOICES = ['x']\n", "MODEL_CHOICES must be a dict"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("x = 1\n", "must define make_model()"),
+        ("def make_model(): pass\n", "must define make_dataset()"),
+        ("import nonexistent_module_xyz\n", "importing job.py raised ModuleNotFoundError"),
+        (GOOD + "BATCH_SIZES = [8, 8]\n", "BATCH_SIZES must be a list of different"),
+        (GOOD + "BATCH_SIZES = [0]\n", "BATCH_SIZES"),
+        (GOOD + "STEPS = 2.5\n", "STEPS must be a whole number"),
+        (GOOD + "STEPS = True\n", "STEPS must be a whole number"),
+        (
+            GOOD + "DATASET_CHOICES = {'scale': [2.0, 1.0]}\n",
+            "must start with make_dataset()'s default 1.0",
+        ),
+        (GOOD + "DATASET_CHOICES = {'other': [1, 2]}\n", "takes no argument of that name"),
+        (GOOD + "MODEL_CHOICES = {'x': [1]}\n", "at least one alternative"),
+        (GOOD + "MODEL_CHOICES = ['x']\n", "MODEL_CHOICES must be a dict"),
+    ],
+)
 def test_a_job_file_that_breaks_the_contract_is_refused_by_name(tmp_path, text, words):
     with pytest.raises(jobfile.JobError, match=None) as refused:
         jobfile.load(write(tmp_path, text))
@@ -65,14 +73,32 @@ def test_a_job_path_that_is_no_python_file_is_refused(tmp_path, path):
         jobfile.load(tmp_path / path if path else path)
 
 
-@pytest.mark.parametrize("body, function", [
-    ("def make_model():\n    raise RuntimeError('no model today')\n", "make_model() raised RuntimeError: no model today"),
-    ("def make_model():\n    return 'a model'\n", "make_model() must return a keras.Model, got str"),
-    ("def make_dataset(batch_size, scale=1.0):\n    return [1, 2]\n", "must return a tf.data.Dataset, got list"),
-    ("def make_dataset(batch_size, scale=1.0):\n    return tf.data.Dataset.range(4)\n", "(inputs, targets) pairs"),
-    ("def make_optimizer():\n    return 'sgd'\n", "make_optimizer() must return a Keras optimizer"),
-    ("LOSS = 'no_such_loss'\n", "LOSS raised ValueError"),
-])
+@pytest.mark.parametrize(
+    "body, function",
+    [
+        (
+            "def make_model():\n    raise RuntimeError('no model today')\n",
+            "make_model() raised RuntimeError: no model today",
+        ),
+        (
+            "def make_model():\n    return 'a model'\n",
+            "make_model() must return a keras.Model, got str",
+        ),
+        (
+            "def make_dataset(batch_size, scale=1.0):\n    return [1, 2]\n",
+            "must return a tf.data.Dataset, got list",
+        ),
+        (
+            "def make_dataset(batch_size, scale=1.0):\n    return tf.data.Dataset.range(4)\n",
+            "(inputs, targets) pairs",
+        ),
+        (
+            "def make_optimizer():\n    return 'sgd'\n",
+            "make_optimizer() must return a Keras optimizer",
+        ),
+        ("LOSS = 'no_such_loss'\n", "LOSS raised ValueError"),
+    ],
+)
 def test_a_function_that_fails_is_named(tmp_path, body, function):
     job = jobfile.load(write(tmp_path, GOOD + body))
     with pytest.raises(jobfile.JobError) as refused:
@@ -83,131 +109,241 @@ def test_a_function_that_fails_is_named(tmp_path, body, function):
 
 
 def test_a_step_that_raises_is_named(tmp_path):
-    job = jobfile.load(write(tmp_path, GOOD + textwrap.dedent("""
+    job = jobfile.load(
+        write(
+            tmp_path,
+            GOOD
+            + textwrap.dedent("""
         def make_dataset(batch_size, scale=1.0):  # 5 features for a model that takes 4
             x = np.zeros((16, 5), "float32")
             return tf.data.Dataset.from_tensor_slices((x, np.zeros(16, "int64"))).batch(batch_size)
-        """)))
+        """),
+        )
+    )
     model = jobfile.compile_model(job, jobfile.model(job))
     with pytest.raises(jobfile.JobError, match=r"^training \(model.fit"):
         jobfile.fit(model, jobfile.dataset(job, 8).repeat(), epochs=1, steps_per_epoch=2)
 
 
 def test_the_plan_follows_the_job_and_the_machine(monkeypatch):
-    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)  # the suite also runs with an AVX2 cap set
-    own = {"batch_sizes": [64, 128, 256], "steps": 32, "model_choices": {"fused": [False, True]},
-           "dataset_choices": {"pipeline": ["python", "tf.data", "service"]}}
-    on = {t.name: t for t in tuning.plan(own, cpuinfo="flags : avx2 avx512_bf16 amx_bf16", onednn=True)}
+    monkeypatch.delenv(
+        "ONEDNN_MAX_CPU_ISA", raising=False
+    )  # the suite also runs with an AVX2 cap set
+    own = {
+        "batch_sizes": [64, 128, 256],
+        "steps": 32,
+        "model_choices": {"fused": [False, True]},
+        "dataset_choices": {"pipeline": ["python", "tf.data", "service"]},
+    }
+    on = {
+        t.name: t
+        for t in tuning.plan(own, cpuinfo="flags : avx2 avx512_bf16 amx_bf16", onednn=True)
+    }
     off = {t.name: t for t in tuning.plan(own, cpuinfo="flags : avx2", onednn=False)}
     assert list(on)[0] == BASELINE and on[BASELINE].settings == {}
-    assert {"batch 128", "batch 256", "your fused=True", "your pipeline='tf.data'", "your pipeline='service'"} <= set(on)
-    assert on["mixed_bfloat16"].skipped == "" and "no bfloat16 instructions" in off["mixed_bfloat16"].skipped
-    assert on["oneDNN off"].env == {"TF_ENABLE_ONEDNN_OPTS": "0"} and off["oneDNN on"].env == {"TF_ENABLE_ONEDNN_OPTS": "1"}
+    assert {
+        "batch 128",
+        "batch 256",
+        "your fused=True",
+        "your pipeline='tf.data'",
+        "your pipeline='service'",
+    } <= set(on)
+    assert (
+        on["mixed_bfloat16"].skipped == ""
+        and "no bfloat16 instructions" in off["mixed_bfloat16"].skipped
+    )
+    assert on["oneDNN off"].env == {"TF_ENABLE_ONEDNN_OPTS": "0"} and off["oneDNN on"].env == {
+        "TF_ENABLE_ONEDNN_OPTS": "1"
+    }
     assert on["8 steps per call"].settings == {"steps_per_execution": 8}
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # a cap below the bfloat16 instructions skips the trial
-    capped = {t.name: t for t in tuning.plan(own, cpuinfo="flags : avx2 avx512_bf16 amx_bf16", onednn=True)}
+    monkeypatch.setenv(
+        "ONEDNN_MAX_CPU_ISA", "AVX2"
+    )  # a cap below the bfloat16 instructions skips the trial
+    capped = {
+        t.name: t
+        for t in tuning.plan(own, cpuinfo="flags : avx2 avx512_bf16 amx_bf16", onednn=True)
+    }
     assert "ONEDNN_MAX_CPU_ISA=AVX2" in capped["mixed_bfloat16"].skipped
     odd = {t.name: t for t in tuning.plan({**own, "steps": 7}, cpuinfo="", onednn=False)}
     assert any(t.skipped.startswith("STEPS=7") for t in odd.values())
 
 
 def test_combining_keeps_every_change_and_lets_the_first_named_lose_a_clash():
-    together = tuning.combine([Trial("a", {"batch_size": 64, "dataset": {"x": 1}}, code="A"),
-                               Trial("b", {"batch_size": 128, "dataset": {"y": 2}}, {"V": "1"}, code="B")])
-    assert together.settings == {"batch_size": 128, "dataset": {"x": 1, "y": 2}} and together.env == {"V": "1"}
+    together = tuning.combine(
+        [
+            Trial("a", {"batch_size": 64, "dataset": {"x": 1}}, code="A"),
+            Trial("b", {"batch_size": 128, "dataset": {"y": 2}}, {"V": "1"}, code="B"),
+        ]
+    )
+    assert together.settings == {
+        "batch_size": 128,
+        "dataset": {"x": 1, "y": 2},
+    } and together.env == {"V": "1"}
     assert together.code == "A\nB" and together.name == COMBINED
 
 
-def outcome(name: str, seconds: list[float], examples: int = 100, losses=(1.0,), **trial) -> Outcome:
+def outcome(
+    name: str, seconds: list[float], examples: int = 100, losses=(1.0,), **trial
+) -> Outcome:
     return Outcome(Trial(name, **trial), list(seconds), examples, list(losses))
 
 
 def test_the_gain_is_in_examples_per_second_so_batch_sizes_compare():
     base = outcome(BASELINE, [1.0, 1.0, 1.0], examples=100)
     double = outcome("batch 128", [1.5, 1.5, 1.5], examples=200)  # 133 examples/s against 100
-    gain, low, high = tuning.rate_ratio(base, double)
-    assert gain == pytest.approx(4 / 3) and low == pytest.approx(4 / 3) and high == pytest.approx(4 / 3)
+    gain, low, high = tuning_trials.rate_ratio(base, double)
+    assert (
+        gain == pytest.approx(4 / 3)
+        and low == pytest.approx(4 / 3)
+        and high == pytest.approx(4 / 3)
+    )
 
 
-@pytest.mark.parametrize("losses, problem", [((1.1,), ""), ((2.0,), "more than 25% apart"),
-                                             ((float("nan"),), "became nan"), ((0.05,), "more than 25% apart")])
+@pytest.mark.parametrize(
+    "losses, problem",
+    [
+        ((1.1,), ""),
+        ((2.0,), "more than 25% apart"),
+        ((float("nan"),), "became nan"),
+        ((0.05,), "more than 25% apart"),
+    ],
+)
 def test_a_trial_that_trains_differently_is_flagged(losses, problem):
-    got = tuning.loss_problem(outcome(BASELINE, [1.0], losses=(1.0,)), outcome("x", [1.0], losses=losses))
+    got = tuning_trials.loss_problem(
+        outcome(BASELINE, [1.0], losses=(1.0,)), outcome("x", [1.0], losses=losses)
+    )
     assert (problem in got) if problem else got == ""
 
 
 def measured_frame():
-    outcomes = {BASELINE: outcome(BASELINE, [1.0, 1.02, 0.98, 1.01]),
-                "XLA": outcome("XLA", [0.5, 0.52, 0.49, 0.51], code="model.compile(..., jit_compile=True)"),
-                "prefetch": outcome("prefetch", [1.0, 0.99, 1.01, 1.02]),
-                "oneDNN off": outcome("oneDNN off", [2.0, 2.1, 1.9, 2.0]),
-                "mixed_bfloat16": outcome("mixed_bfloat16", [], skipped="no bfloat16 instructions"),
-                "batch 128": Outcome(Trial("batch 128"), error="make_dataset(128) raised MemoryError"),
-                "your cache=True": outcome("your cache=True", [0.4, 0.41, 0.4], losses=(3.0,))}
-    combined = {BASELINE: outcome(BASELINE, [1.0, 1.0, 1.0]), COMBINED: outcome(COMBINED, [0.45, 0.46, 0.44])}
+    outcomes = {
+        BASELINE: outcome(BASELINE, [1.0, 1.02, 0.98, 1.01]),
+        "XLA": outcome("XLA", [0.5, 0.52, 0.49, 0.51], code="model.compile(..., jit_compile=True)"),
+        "prefetch": outcome("prefetch", [1.0, 0.99, 1.01, 1.02]),
+        "oneDNN off": outcome("oneDNN off", [2.0, 2.1, 1.9, 2.0]),
+        "mixed_bfloat16": outcome("mixed_bfloat16", [], skipped="no bfloat16 instructions"),
+        "batch 128": Outcome(Trial("batch 128"), error="make_dataset(128) raised MemoryError"),
+        "your cache=True": outcome("your cache=True", [0.4, 0.41, 0.4], losses=(3.0,)),
+    }
+    combined = {
+        BASELINE: outcome(BASELINE, [1.0, 1.0, 1.0]),
+        COMBINED: outcome(COMBINED, [0.45, 0.46, 0.44]),
+    }
     return outcomes, combined, tune_report.table(outcomes, combined)
 
 
 def test_the_table_ranks_by_gain_and_says_what_happened_to_each():
     _, _, frame = measured_frame()
-    assert list(frame.index)[:3] == [BASELINE, "your cache=True", "XLA"] and frame.index[-1] == COMBINED
+    assert (
+        list(frame.index)[:3] == [BASELINE, "your cache=True", "XLA"]
+        and frame.index[-1] == COMBINED
+    )
     verdicts = frame["verdict"].to_dict()
     assert verdicts["XLA"] == "faster" and verdicts["prefetch"] == "no clear difference"
     assert verdicts["oneDNN off"] == "slower" and verdicts["mixed_bfloat16"] == "skipped"
-    assert verdicts["batch 128"] == "broke the job" and "MemoryError" in frame.at["batch 128", "note"]
-    assert verdicts["your cache=True"] == "trains differently"  # 2.5x faster, but the loss moved: not "faster"
+    assert (
+        verdicts["batch 128"] == "broke the job" and "MemoryError" in frame.at["batch 128", "note"]
+    )
+    assert (
+        verdicts["your cache=True"] == "trains differently"
+    )  # 2.5x faster, but the loss moved: not "faster"
     assert tune_report.faster(frame) == ["XLA"]
     reading = tune_report.summary(frame)
     assert reading.startswith("1 of 5 trials made the job faster: XLA (1.99x).")
     assert "oneDNN off made it slower" in reading and "batch 128 broke the job" in reading
-    assert "All of them together: 2.22x (quartiles 2.20-2.25); the product of their gains measured one at a time is 1.99x, outside" in reading
+    assert (
+        "All of them together: 2.22x (quartiles 2.20-2.25); "
+        "the product of their gains measured one at a time is 1.99x, outside" in reading
+    )
 
 
 def test_the_report_is_a_bench_result_that_gather_reads(tmp_path):
     from helpers import gather
 
     outcomes, combined, frame = measured_frame()
-    data = tune_report.bench_result(frame, {**outcomes, **combined}, "jobs/my job|1.py", {"cpu_model": "x"},
-                                    "a stamp", "2026-11-25T10:00:00+0000", quick=True)
+    data = tune_report.bench_result(
+        frame,
+        {**outcomes, **combined},
+        "jobs/my job|1.py",
+        {"cpu_model": "x"},
+        "a stamp",
+        "2026-11-25T10:00:00+0000",
+        quick=True,
+    )
     ids = [c["id"] for c in data["comparisons"]]
     assert "tune.my_job_1.XLA" in ids and "tune.my_job_1.combined_every_faster_change" in ids
-    assert not any("batch_128" in i or "mixed_bfloat16" in i for i in ids)  # broken and skipped: no number
-    md, js = tune_report.save(tmp_path / "machine-a", frame, data, tune_report.markdown(frame, "my job|1.py", "a stamp"))
+    assert not any(
+        "batch_128" in i or "mixed_bfloat16" in i for i in ids
+    )  # broken and skipped: no number
+    md, js = tune_report.save(
+        tmp_path / "machine-a", frame, data, tune_report.markdown(frame, "my job|1.py", "a stamp")
+    )
     assert results.load(js)["comparisons"] == data["comparisons"]
     text = md.read_text()
-    assert "my job\\|1.py" in text and "jit_compile=True" in text and text.count("\n| ") == len(frame) + 1
+    assert (
+        "my job\\|1.py" in text
+        and "jit_compile=True" in text
+        and text.count("\n| ") == len(frame) + 1
+    )
     gathered, notes = gather.load(tmp_path)
     assert notes == [] and "tune.my_job_1.XLA" in gather.table(gathered).index
 
 
 def test_a_budget_that_ends_after_the_jobs_own_run_still_reports(tmp_path):
-    # A loaded machine and a small budget: only the job's own run was measured. The report says so and
-    # writes report.md alone (a bench result needs a comparison), removing a report.json of another run.
-    outcomes = {BASELINE: outcome(BASELINE, [1.0, 1.01, 0.99]), "XLA": outcome("XLA", []), "prefetch": outcome("prefetch", [])}
+    # A loaded machine and a small budget: only the job's own run was measured. The report says so
+    # and writes report.md alone (a bench result needs a comparison), removing a report.json of
+    # another run.
+    outcomes = {
+        BASELINE: outcome(BASELINE, [1.0, 1.01, 0.99]),
+        "XLA": outcome("XLA", []),
+        "prefetch": outcome("prefetch", []),
+    }
     frame = tune_report.table(outcomes)
-    assert tune_report.bench_result(frame, outcomes, "job.py", {"cpu_model": "x"}, "a stamp", "2026-11-26T10:00:00+0000",
-                                    quick=True) is None
+    assert (
+        tune_report.bench_result(
+            frame,
+            outcomes,
+            "job.py",
+            {"cpu_model": "x"},
+            "a stamp",
+            "2026-11-26T10:00:00+0000",
+            quick=True,
+        )
+        is None
+    )
     reading = tune_report.summary(frame)
-    assert reading.startswith("0 of 2 trials made the job faster.") and "2 of them did not run within the time budget" in reading
+    assert (
+        reading.startswith("0 of 2 trials made the job faster.")
+        and "2 of them did not run within the time budget" in reading
+    )
     (tmp_path / "report.json").write_text("{}")
-    written = tune_report.save(tmp_path, frame, None, tune_report.markdown(frame, "job.py", "a stamp"))
+    written = tune_report.save(
+        tmp_path, frame, None, tune_report.markdown(frame, "job.py", "a stamp")
+    )
     assert written == (tmp_path / "report.md",) and not (tmp_path / "report.json").exists()
     assert "| XLA |  |  |  | not run |" in (tmp_path / "report.md").read_text()
     tune_report.figure(frame)  # nothing measured: an empty figure, no error
 
 
 def test_a_budget_that_ends_before_the_combined_run_still_reports():
-    # Seen in a full `make test`: the trials were measured, the combined run was not; pandas holds its
-    # gain as NaN (not None) and the reading converted its empty quartiles to a float.
+    # Seen in a full `make test`: the trials were measured, the combined run was not; pandas holds
+    # its gain as NaN (not None) and the reading converted its empty quartiles to a float.
     outcomes, _, _ = measured_frame()
-    frame = tune_report.table(outcomes, {BASELINE: outcome(BASELINE, [1.0]), COMBINED: outcome(COMBINED, [])})
+    frame = tune_report.table(
+        outcomes, {BASELINE: outcome(BASELINE, [1.0]), COMBINED: outcome(COMBINED, [])}
+    )
     assert frame.at[COMBINED, "verdict"] == "not run"
     reading = tune_report.summary(frame)
-    assert "All of them together" not in reading and "1 of them did not run within the time budget" in reading
+    assert (
+        "All of them together" not in reading
+        and "1 of them did not run within the time budget" in reading
+    )
     tune_report.figure(frame)
 
 
-@pytest.mark.parametrize("text, seconds", [("10m", 600), ("90s", 90), ("1h", 3600), ("45", 45), (" 2.5m ", 150)])
+@pytest.mark.parametrize(
+    "text, seconds", [("10m", 600), ("90s", 90), ("1h", 3600), ("45", 45), (" 2.5m ", 150)]
+)
 def test_the_budget_reads_durations(text, seconds):
     assert budget_seconds(text) == seconds
 
@@ -231,17 +367,47 @@ def test_the_budget_stops_new_runs_and_keeps_what_was_measured(tmp_path, monkeyp
     monkeypatch.setattr(tuning, "run_one", fake_run)
     trials = [Trial(BASELINE), Trial("a"), Trial("b")]
     before = set(Path(tempfile.gettempdir()).glob("workbook-tune-*"))  # another run's may be there
-    outcomes = tuning.run_trials(tmp_path / "job.py", trials, steps=4, rounds=3, budget=75, clock=lambda: now[0])
-    assert runs == [BASELINE, "a", "b", BASELINE, "a", "b", BASELINE]  # an 8th run would end at 80 s, past 75
+    outcomes = tuning.run_trials(
+        tmp_path / "job.py", trials, steps=4, rounds=3, budget=75, clock=lambda: now[0]
+    )
+    assert runs == [
+        BASELINE,
+        "a",
+        "b",
+        BASELINE,
+        "a",
+        "b",
+        BASELINE,
+    ]  # an 8th run would end at 80 s, past 75
     assert [len(outcomes[t.name].seconds) for t in trials] == [3, 2, 2]
-    assert set(Path(tempfile.gettempdir()).glob("workbook-tune-*")) <= before, "the trial program's folder was left"
+    assert set(Path(tempfile.gettempdir()).glob("workbook-tune-*")) <= before, (
+        "the trial program's folder was left"
+    )
 
 
 def test_the_command_line_tunes_a_real_job_in_fresh_processes(tmp_path):
     job = write(tmp_path, GOOD)
-    done = subprocess.run([sys.executable, "-m", "helpers.tune", str(job), "--budget", "20s", "--rounds", "1",
-                           "--epochs", "1", "--out", str(tmp_path / "report")], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "helpers.tune",
+            str(job),
+            "--budget",
+            "20s",
+            "--rounds",
+            "1",
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads((tmp_path / "report" / "report.json").read_text())
     assert results.check(data) and data["comparisons"], data
@@ -250,43 +416,78 @@ def test_the_command_line_tunes_a_real_job_in_fresh_processes(tmp_path):
 
 def test_the_command_line_refuses_a_bad_job_with_one_line(tmp_path):
     job = write(tmp_path, "x = 1\n")
-    done = subprocess.run([sys.executable, "-m", "helpers.tune", str(job), "--budget", "1m"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.tune", str(job), "--budget", "1m"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
-    assert done.stderr.strip().splitlines()[-1] == "python -m helpers.tune: the job file must define make_model(); see jobs/template.py"
+    assert (
+        done.stderr.strip().splitlines()[-1]
+        == "python -m helpers.tune: the job file must define make_model(); see jobs/template.py"
+    )
 
 
 def test_what_did_not_pay_alone_is_tried_again_on_top_and_reported():
     outcomes, combined, frame = measured_frame()
-    assert tune_report.worth_retrying(frame) == ["prefetch"]  # no clear difference; the slower ones lost 2x
-    second = tune_report.table({BASELINE: outcome(BASELINE, [0.5, 0.5, 0.51]),
-                                "prefetch": outcome("prefetch", [0.4, 0.41, 0.4])})
+    assert tune_report.worth_retrying(frame) == [
+        "prefetch"
+    ]  # no clear difference; the slower ones lost 2x
+    second = tune_report.table(
+        {
+            BASELINE: outcome(BASELINE, [0.5, 0.5, 0.51]),
+            "prefetch": outcome("prefetch", [0.4, 0.41, 0.4]),
+        }
+    )
     reading = tune_report.summary(frame, second)
-    assert "Tried again on top of the changes that paid, 1 of 1 then paid: prefetch (1.25x over them)." in reading
+    assert (
+        "Tried again on top of the changes that paid, 1 of 1 then paid: prefetch (1.25x over them)."
+        in reading
+    )
     text = tune_report.markdown(frame, "job.py", "a stamp", second)
-    assert "## Tried again on top of the changes that paid" in text and "- **prefetch** (1.25x on top):" in text
+    assert (
+        "## Tried again on top of the changes that paid" in text
+        and "- **prefetch** (1.25x on top):" in text
+    )
 
 
 def test_the_readings_are_computed_from_the_tables():
     import pandas as pd
 
-    diagnosis = pd.DataFrame({"items_per_s": [400.0, 1600.0, 900.0]}, index=["end to end", "data only", "compute only"])
+    diagnosis = pd.DataFrame(
+        {"items_per_s": [400.0, 1600.0, 900.0]}, index=["end to end", "data only", "compute only"]
+    )
     reading = tune_report.bound_reading(diagnosis)
-    assert reading.startswith("Compute-bound: the model alone takes 900 examples/s, less than the pipeline gives (1,600/s).")
-    assert "44% of the slower of the two; 576/s" in reading and "End to end is below even the two taking turns (576/s)" in reading
-    diagnosis.loc["end to end", "items_per_s"] = 650.0  # above taking turns (576/s), well below the slower side (900/s)
-    assert "the two take turns on the same cores rather than overlap" in tune_report.bound_reading(diagnosis)
+    assert reading.startswith(
+        "Compute-bound: the model alone takes 900 examples/s, "
+        "less than the pipeline gives (1,600/s)."
+    )
+    assert (
+        "44% of the slower of the two; 576/s" in reading
+        and "End to end is below even the two taking turns (576/s)" in reading
+    )
+    diagnosis.loc["end to end", "items_per_s"] = (
+        650.0  # above taking turns (576/s), well below the slower side (900/s)
+    )
+    assert "the two take turns on the same cores rather than overlap" in tune_report.bound_reading(
+        diagnosis
+    )
     diagnosis.loc["end to end", "items_per_s"] = 850.0
     assert tune_report.bound_reading(diagnosis).endswith("900/s if they overlapped perfectly.")
     diagnosis.loc["data only", "items_per_s"] = 100.0
-    assert tune_report.bound_reading(diagnosis).startswith("Input-bound: the pipeline alone gives 100 examples/s")
+    assert tune_report.bound_reading(diagnosis).startswith(
+        "Input-bound: the pipeline alone gives 100 examples/s"
+    )
 
 
 XLA = Trial(COMBINED, {"jit_compile": True})
 
 
 def head_to_head_frame(monkeypatch, tmp_path, seconds: dict[str, list[float]], tuned: Trial = XLA):
-    """``tuning.head_to_head`` with its four runs faked: each returns its next epoch time (1,024 examples)."""
+    """``tuning.head_to_head`` with its four runs faked: each returns its next epoch time
+    (1,024 examples)."""
     from helpers.topics import capstone, pipelines
 
     order, left = [], {name: list(times) for name, times in seconds.items()}
@@ -311,23 +512,48 @@ def head_to_head_frame(monkeypatch, tmp_path, seconds: dict[str, list[float]], t
 
 def test_head_to_head_runs_the_four_jobs_in_rotation_and_reads_one_start(monkeypatch, tmp_path):
     names = [BASELINE, COMBINED, *tuning.HAND]
-    seconds = {BASELINE: [2.0, 2.1, 1.9], COMBINED: [0.5, 0.52, 0.48], tuning.HAND[0]: [4.0, 4.2, 3.8],
-               tuning.HAND[1]: [1.0, 1.05, 0.95]}
+    seconds = {
+        BASELINE: [2.0, 2.1, 1.9],
+        COMBINED: [0.5, 0.52, 0.48],
+        tuning.HAND[0]: [4.0, 4.2, 3.8],
+        tuning.HAND[1]: [1.0, 1.05, 0.95],
+    }
     frame, order = head_to_head_frame(monkeypatch, tmp_path, seconds)
-    assert order == names + names[1:] + names[:1] + names[2:] + names[:2]  # rotated: none always first
-    assert list(frame.index) == names and frame.at[tuning.HAND[0], "over notebook 14's naive"] == 1.0
+    assert (
+        order == names + names[1:] + names[:1] + names[2:] + names[:2]
+    )  # rotated: none always first
+    assert (
+        list(frame.index) == names and frame.at[tuning.HAND[0], "over notebook 14's naive"] == 1.0
+    )
     line = tune_report.head_to_head_reading(frame)
-    assert line.startswith("In one rotation of fresh processes, the tuner's settings ran the job at 2,048 examples/s and "
-                           "notebook 14's hand-tuned job at 1,024/s: 200% of its speed (their quartile ranges do not overlap: "
-                           "the tuner was faster on this run).")
-    assert "Over the same start, notebook 14's naive job (256/s), that is 8.00x against 4.00x." in line
-    assert "the tuner gained 4.00x: model.fit runs the naive job 2.00x as fast as the capstone's own loop" in line
-    seconds[BASELINE] = [1.0, 0.99, 1.02]  # no change paid: the job as it is stands for the tuned job, not run twice
+    assert line.startswith(
+        "In one rotation of fresh processes, the tuner's settings ran the job at 2,048 examples/s "
+        "and notebook 14's hand-tuned job at 1,024/s: 200% of its speed "
+        "(their quartile ranges do not overlap: the tuner was faster on this run)."
+    )
+    assert (
+        "Over the same start, notebook 14's naive job (256/s), that is 8.00x against 4.00x." in line
+    )
+    assert (
+        "the tuner gained 4.00x: "
+        "model.fit runs the naive job 2.00x as fast as the capstone's own loop" in line
+    )
+    seconds[BASELINE] = [
+        1.0,
+        0.99,
+        1.02,
+    ]  # no change paid: the job as it is stands for the tuned job, not run twice
     close, order = head_to_head_frame(monkeypatch, tmp_path, seconds, tuned=Trial(COMBINED))
-    assert COMBINED not in order and close.loc[COMBINED, "examples/s"] == close.loc[BASELINE, "examples/s"] == 1024
+    assert (
+        COMBINED not in order
+        and close.loc[COMBINED, "examples/s"] == close.loc[BASELINE, "examples/s"] == 1024
+    )
     line = tune_report.head_to_head_reading(close)
     assert "the job as it is (no change paid within the budget) ran the job" in line
-    assert "100% of its speed (their quartile ranges overlap: this run does not tell the two apart)" in line
+    assert (
+        "100% of its speed (their quartile ranges overlap: this run does not tell the two apart)"
+        in line
+    )
 
 
 def test_head_to_head_refuses_what_it_cannot_run(tmp_path):
@@ -347,25 +573,41 @@ def test_keras_traces_finds_the_training_function():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     model.compile("sgd", "mse")
     assert tuning.keras_traces(model) is None  # not trained yet: no training function
-    model.fit(np.zeros((8, 4), "float32"), np.zeros((8, 2), "float32"), batch_size=4, epochs=2, verbose=0)
+    model.fit(
+        np.zeros((8, 4), "float32"), np.zeros((8, 2), "float32"), batch_size=4, epochs=2, verbose=0
+    )
     assert tuning.keras_traces(model) == 1
 
 
 def test_changes_that_set_the_same_thing_are_not_combined_and_the_report_says_so():
-    trials = [Trial("batch 128", {"batch_size": 128}), Trial("tf.data options", {"options": True}),
-              Trial("batch 256", {"batch_size": 256}), Trial("your pipeline='tf.data'", {"dataset_choices": {"pipeline": "tf.data"}}),
-              Trial("your pipeline='cached'", {"dataset_choices": {"pipeline": "cached"}}),
-              Trial("your other switch", {"dataset_choices": {"shuffle": False}}), Trial("oneDNN off", env={"TF_ENABLE_ONEDNN_OPTS": "0"}),
-              Trial("oneDNN on", env={"TF_ENABLE_ONEDNN_OPTS": "1"})]
-    assert tuning.clashes(trials) == {"batch 256": "batch 128", "your pipeline='cached'": "your pipeline='tf.data'",
-                                      "oneDNN on": "oneDNN off"}
+    trials = [
+        Trial("batch 128", {"batch_size": 128}),
+        Trial("tf.data options", {"options": True}),
+        Trial("batch 256", {"batch_size": 256}),
+        Trial("your pipeline='tf.data'", {"dataset_choices": {"pipeline": "tf.data"}}),
+        Trial("your pipeline='cached'", {"dataset_choices": {"pipeline": "cached"}}),
+        Trial("your other switch", {"dataset_choices": {"shuffle": False}}),
+        Trial("oneDNN off", env={"TF_ENABLE_ONEDNN_OPTS": "0"}),
+        Trial("oneDNN on", env={"TF_ENABLE_ONEDNN_OPTS": "1"}),
+    ]
+    assert tuning.clashes(trials) == {
+        "batch 256": "batch 128",
+        "your pipeline='cached'": "your pipeline='tf.data'",
+        "oneDNN on": "oneDNN off",
+    }
     outcomes, combined, _ = measured_frame()
-    outcomes["batch 256"] = outcome("batch 256", [0.8, 0.81, 0.79, 0.8], code="make_dataset(256)")  # faster, 1.25x
+    outcomes["batch 256"] = outcome(
+        "batch 256", [0.8, 0.81, 0.79, 0.8], code="make_dataset(256)"
+    )  # faster, 1.25x
     frame = tune_report.table(outcomes, combined)
     frame.attrs["clashes"] = {"batch 256": "XLA"}  # as tune() records them
     line = tune_report.summary(frame)
     assert line.startswith("2 of 6 trials made the job faster: XLA (1.99x), batch 256 (1.2")
     assert "batch 256 was not combined: it sets what XLA sets, which gained more." in line
-    assert "the product of their gains measured one at a time is 1.99x" in line  # batch 256's gain left out
+    assert (
+        "the product of their gains measured one at a time is 1.99x" in line
+    )  # batch 256's gain left out
     text = tune_report.markdown(frame, "job.py", "a stamp")
-    assert "- Not combined: batch 256 sets what XLA sets." in text and "make_dataset(256)" not in text
+    assert (
+        "- Not combined: batch 256 sets what XLA sets." in text and "make_dataset(256)" not in text
+    )

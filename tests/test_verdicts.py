@@ -16,8 +16,12 @@ def test_verdict_faster_slower_and_overlap():
     assert verdicts.verdict(_table(base=(2.0, 2.0, 2.0), var=(1.0, 1.0, 1.0))).startswith(
         "var is 2.00x faster than base (quartile ratios 2.00-2.00x, 3 runs each)"
     )
-    assert "var is 2.00x slower than base" in verdicts.verdict(_table(base=(1.0,) * 3, var=(2.0,) * 3))
-    assert "no clear difference" in verdicts.verdict(_table(base=(1.0, 2.0, 3.0), var=(1.1, 2.0, 2.9)))
+    assert "var is 2.00x slower than base" in verdicts.verdict(
+        _table(base=(1.0,) * 3, var=(2.0,) * 3)
+    )
+    assert "no clear difference" in verdicts.verdict(
+        _table(base=(1.0, 2.0, 3.0), var=(1.1, 2.0, 2.9))
+    )
     with pytest.raises(ValueError, match="not in the table"):
         verdicts.verdict(_table(base=(1.0,), var=(1.0,)), variant="nope")
 
@@ -35,12 +39,30 @@ def test_too_fast_for_the_clock():
     ("var", "expect", "words"),
     [
         ((1.0,) * 3, "faster", "Expected here: var faster than base (a reason); as expected."),
-        ((4.0,) * 3, "faster", "Expected here: var faster than base (a reason); not what this machine was expected to show"),
+        (
+            (4.0,) * 3,
+            "faster",
+            "Expected here: var faster than base (a reason); "
+            "not what this machine was expected to show",
+        ),
         ((1.5, 2.0, 2.5), "faster", "not shown in this run"),
-        ((4.0,) * 3, "slower", "var is 2.00x slower than base (quartile ratios 2.00-2.00x, 3 runs each). Expected here: var slower than base"),
-        ((1.5, 2.0, 2.5), "no clear difference", "Expected here: no clear difference (a reason); as expected."),
+        (
+            (4.0,) * 3,
+            "slower",
+            "var is 2.00x slower than base (quartile ratios 2.00-2.00x, 3 runs each). "
+            "Expected here: var slower than base",
+        ),
+        (
+            (1.5, 2.0, 2.5),
+            "no clear difference",
+            "Expected here: no clear difference (a reason); as expected.",
+        ),
         ((1.0,) * 3, "no clear difference", "not what this machine was expected to show"),
-        ((4.0,) * 3, "not faster", "Expected here: var not faster than base (a reason); as expected."),
+        (
+            (4.0,) * 3,
+            "not faster",
+            "Expected here: var not faster than base (a reason); as expected.",
+        ),
         ((1.5, 2.0, 2.5), "not faster", "as expected"),
         ((1.0,) * 3, "not faster", "not what this machine was expected to show"),
     ],
@@ -55,7 +77,9 @@ def test_any_two_rows_compare_with_their_own_quartiles():
     assert verdicts.ratio(table, "b", "a") == (2.0, 2.0, 2.0, 3)
     assert verdicts.verdict(table, "b", baseline="a").startswith("b is 2.00x faster than a")
     assert verdicts.verdict(table, "a", baseline="b").startswith("a is 2.00x slower than b")
-    assert verdicts.verdict(table).startswith("b is 4.00x faster than base")  # the fastest by default
+    assert verdicts.verdict(table).startswith(
+        "b is 4.00x faster than base"
+    )  # the fastest by default
 
 
 def test_bad_expectation_is_refused():
@@ -64,8 +88,14 @@ def test_bad_expectation_is_refused():
 
 
 def test_verdict_of_reads_two_timings_kept_beside_a_table():
-    timings = {"f32": timing.Timing("f32", (4.0, 4.0, 4.0)), "i8": timing.Timing("i8", (2.0, 2.0, 2.0)),
-               "f16": timing.Timing("f16", (3.0, 4.0, 5.0))}
-    assert verdicts.verdict_of(timings, "i8", "f32") == "i8 is 2.00x faster than f32 (quartile ratios 2.00-2.00x, 3 runs each)."
+    timings = {
+        "f32": timing.Timing("f32", (4.0, 4.0, 4.0)),
+        "i8": timing.Timing("i8", (2.0, 2.0, 2.0)),
+        "f16": timing.Timing("f16", (3.0, 4.0, 5.0)),
+    }
+    assert (
+        verdicts.verdict_of(timings, "i8", "f32")
+        == "i8 is 2.00x faster than f32 (quartile ratios 2.00-2.00x, 3 runs each)."
+    )
     assert verdicts.verdict_of(timings, "f16", "f32").startswith("f16 vs f32: no clear difference")
     assert "as expected" in verdicts.verdict_of(timings, "i8", "f32", expect="faster")

@@ -38,6 +38,7 @@ def test_second_run_replaces_the_output():
 def test_failing_variant_is_reported_and_widget_stays_usable():
     def broken(n):
         return {"a": lambda: 1 / 0, "b": lambda: 1}
+
     widget = widgets.ComparisonWidget(broken, {"n": W.IntSlider(value=3)})
     assert widget.run() is None
     text = widget.out.outputs[0]["text"]
@@ -52,7 +53,9 @@ def test_controls_from_lists_and_widgets():
     assert widget.controls["n"] is slider and slider.description == "n"
     assert isinstance(widget.controls["m"], W.Dropdown)
     assert widget.params() == {"n": 7, "m": "x"}
-    shapes = widgets.ComparisonWidget(make_variants, {"shape": [("small", (8, 28)), ("large", (32, 56))]})
+    shapes = widgets.ComparisonWidget(
+        make_variants, {"shape": [("small", (8, 28)), ("large", (32, 56))]}
+    )
     assert shapes.params() == {"shape": (8, 28)} and shapes.controls["shape"].label == "small"
 
 
@@ -107,8 +110,13 @@ def test_before_each_hook_is_built_from_the_controls_and_runs_before_each_timed_
     def hook_for(n, cache):
         return (lambda name: seen.append((n, name))) if cache == "cold" else None
 
-    widget = widgets.ComparisonWidget(lambda n, cache: make_variants(n), {"n": [10], "cache": ["warm", "cold"]},
-                                      repeats=2, warmup=1, before_each=hook_for)
+    widget = widgets.ComparisonWidget(
+        lambda n, cache: make_variants(n),
+        {"n": [10], "cache": ["warm", "cold"]},
+        repeats=2,
+        warmup=1,
+        before_each=hook_for,
+    )
     widget.button.click()
     assert seen == []  # warm: no hook
     widget.controls["cache"].value = "cold"
@@ -141,7 +149,9 @@ def test_experiment_widget_runs_plots_and_summarises():
         fig.add_subplot().plot(table["y"])
         return fig
 
-    widget = widgets.ExperimentWidget(experiment, {"n": [2, 5]}, plot=plot, summary=lambda t: f"max {t['y'].max()}")
+    widget = widgets.ExperimentWidget(
+        experiment, {"n": [2, 5]}, plot=plot, summary=lambda t: f"max {t['y'].max()}"
+    )
     widget.button.click()
     assert widget.last["y"].tolist() == [2, 4]
     assert widget.out.outputs[0]["data"]["image/png"]

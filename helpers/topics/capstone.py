@@ -1,5 +1,6 @@
-"""The capstone of notebook 14, its plumbing: launching the stage program, rotating rounds, the
-results table, each stage's code change as a diff, the figure and the bench id.
+"""The capstone of notebook 14, its plumbing: rotating rounds of the stages (each a fresh process,
+``capstone_stages``), which stages this machine skips, the results table, the report of each
+stage's change beside its gain, the figure and the bench id.
 
 The job itself (model, training step, input per stage, the stages and the program
 ``CAPSTONE_CHILD`` that runs one of them in a fresh process) is the notebook's lesson code,
@@ -9,32 +10,24 @@ imported from ``helpers.lessons.profile_and_tune_a_job``.
 from __future__ import annotations
 
 import math
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, env, lessons, procs, timing
+from helpers import checks, env, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
-from helpers.timing import ProgressFn, Timing
+from helpers.timing import ProgressFn
+from helpers.timing_stats import Timing
 from helpers.topics import pipelines
 
-ROOT = Path(__file__).resolve().parents[2]
-PIPELINE_KEYS = ("parallel", "vectorized", "interleave", "cache", "prefetch")  # make_pipeline's switches
+# Notebook 14 calls stage_diff as ``capstone.stage_diff``; tuning.head_to_head calls lesson, names
+# and run_stage as ``capstone.*`` (and a test patches ``capstone.run_stage`` there).
+from helpers.topics.capstone_stages import lesson, names, run_stage, stage_diff
+
 LARGEST_BATCH = 128
-
-
-def lesson() -> Any:
-    """Notebook 14's exported lesson code (imported on use: it imports TensorFlow)."""
-    return lessons.of("14_profile_and_tune_a_job")
-
-
-def names() -> list[str]:
-    """The stages' names, in order."""
-    return [name for name, _ in lesson().STAGES]
 
 
 def skipped(cpuinfo: str | None = None, onednn: bool | None = None) -> dict[int, str]:
@@ -43,44 +36,23 @@ def skipped(cpuinfo: str | None = None, onednn: bool | None = None) -> dict[int,
     fast, why = env.bf16_kernels(cpuinfo, onednn)
     if fast:
         return {}
-    return {i: why for i, (_, change) in enumerate(lesson().STAGES) if change.get("policy") == "mixed_bfloat16"}
-
-
-def _call(name: str, args: Sequence[str], kwargs: dict[str, Any]) -> str:
-    return f"{name}({', '.join([*args, *(f'{k}={v!r}' for k, v in kwargs.items())])})"
-
-
-def stage_code(settings: dict[str, Any]) -> list[str]:
-    """The lines of the stage program that ``settings`` decide, as the child runs them."""
-    defaults = {"parallel": False, "vectorized": False, "interleave": False, "cache": "none", "prefetch": False}
-    if settings["feed"] == "python":
-        feed = f"batches = python_feed(paths, {settings['batch']})"
-    else:
-        switches = {k: settings[k] for k in PIPELINE_KEYS if settings[k] != defaults[k]}
-        feed = f"batches = iter({_call('make_pipeline', ['paths'], {**switches, 'batch': settings['batch']})}.repeat())"
-    model = _call("make_model", [], {k: settings[k] for k in ("fused_batch_norm", "policy")})
-    k = settings["steps_per_call"]
-    step = "loss = train_step(*next(batches))" if k == 1 else f"loss = train_steps(batches, tf.constant({k}))"
-    environment = " ".join(f"{name}={value}" for name, value in lesson().stage_environment(settings).items())
-    started = f"# started with {environment}" if environment else "# started with the oneDNN setting of the environment it inherits"
-    return [started, feed, f"train_step = make_train_step({model})", step]
-
-
-@checks.arguments(index=checks.whole(0), since=checks.optional(checks.whole(0)))
-def stage_diff(index: int, skip: Sequence[int] = (), since: int | None = None) -> list[str]:
-    """Stage ``index``'s code change against stage ``since`` (the one before it by default):
-    ``-`` and ``+`` lines."""
-    settings = lesson().stage_settings
-    since = index - 1 if since is None else since
-    if not all(isinstance(i, int) for i in (index, since)) or not 0 <= since < index < len(names()):
-        raise ValueError(f"index must be between 1 and {len(names()) - 1} and after since, got {index!r}, {since!r}")
-    before, after = stage_code(settings(since, skip)), stage_code(settings(index, skip))
-    return [f"- {line}" for line in before if line not in after] + [f"+ {line}" for line in after if line not in before]
+    return {
+        i: why
+        for i, (_, change) in enumerate(lesson().STAGES)
+        if change.get("policy") == "mixed_bfloat16"
+    }
 
 
 @checks.arguments(timeout=checks.timeout)
-def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stages: Sequence[int] | None = None,
-               rounds: int = 1, timeout: float = 900.0, on_progress: ProgressFn | None = None) -> Any:
+def run_stages(
+    workdir: str | Path,
+    n_images: int = 2048,
+    epochs: int = 3,
+    stages: Sequence[int] | None = None,
+    rounds: int = 1,
+    timeout: float = 900.0,
+    on_progress: ProgressFn | None = None,
+) -> Any:
     """Each stage (all by default) in its own fresh process running ``CAPSTONE_CHILD``, on the
     same ``n_images`` images, ``rounds`` times in rotation: images/s at the median epoch with
     its IQR, the gain over the stage before and over the naive job (``skipped`` stages: no run)."""
@@ -90,7 +62,9 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
     for name, value in (("epochs", epochs), ("rounds", rounds), ("n_images", n_images)):
         whole_number(name, value)
     if n_images % LARGEST_BATCH:
-        raise ValueError(f"n_images must be a multiple of {LARGEST_BATCH} (the largest batch), got {n_images}")
+        raise ValueError(
+            f"n_images must be a multiple of {LARGEST_BATCH} (the largest batch), got {n_images}"
+        )
     skip = skipped()
     shard_dir = (Path(workdir) / f"capstone-{n_images}").resolve()
     pipelines.make_jpeg_shards(shard_dir, n_images)
@@ -100,24 +74,13 @@ def run_stages(workdir: str | Path, n_images: int = 2048, epochs: int = 3, stage
         program = files["capstone_child.py"]
         for r in range(rounds):
             for n, index in enumerate(timing.rotated(run, r), start=1):
-                seconds[index].extend(run_stage(program, index, shard_dir, n_images, epochs, skip, timeout))
+                seconds[index].extend(
+                    run_stage(program, index, shard_dir, n_images, epochs, skip, timeout)
+                )
                 if on_progress is not None:
                     on_progress(r * len(run) + n, rounds * len(run))
     timings = {i: Timing(names()[i], tuple(seconds[i]), items=n_images) for i in run}
     return stage_table(timings, chosen, skip)
-
-
-@checks.arguments(index=checks.whole(0, 99), n_images=checks.whole(1, 1_000_000), epochs=checks.whole(1, 100),
-                  timeout=checks.timeout)
-def run_stage(program: Path, index: int, shard_dir: Path, n_images: int, epochs: int, skip: Sequence[int],
-              timeout: float) -> list[float]:
-    """One run of stage ``index`` in a fresh process of ``program`` (``CAPSTONE_CHILD``, written to
-    a file): the seconds of each timed epoch of ``n_images`` images."""
-    args = [sys.executable, str(program), "--stage", str(index), "--shards", str(shard_dir),
-            "--images", str(n_images), "--epochs", str(epochs), "--skip", *map(str, skip)]
-    environment = lesson().stage_environment(lesson().stage_settings(index, skip))
-    (row,) = procs.run_rows(args, env={"TF_CPP_MIN_LOG_LEVEL": "2", **environment}, timeout=timeout, cwd=str(ROOT))
-    return list(row["seconds"])
 
 
 def stage_verdicts(table: Any, expect: Mapping[str, tuple[str, str]]) -> list[str]:
@@ -136,7 +99,7 @@ def stage_verdicts(table: Any, expect: Mapping[str, tuple[str, str]]) -> list[st
             continue
         if before is not None:
             pair = timing.comparison_table({before: timings[before], name: timings[name]}, before)
-            between = [n for n in names()[order[before] + 1:order[name]] if n not in skip]
+            between = [n for n in names()[order[before] + 1 : order[name]] if n not in skip]
             direction, why = (None, "") if between else expect.get(name, (None, ""))
             lines.append(verdicts.verdict(pair, name, before, expect=direction, why=why))
         before = name
@@ -161,9 +124,17 @@ def stage_table(timings: dict[int, Timing], chosen: Sequence[int], skip: dict[in
             first = first or t
             gain = _ratio(before, t) if before else (math.nan,) * 3
             total = _ratio(first, t)
-            row.update({"images/s": round(t.throughput or 0.0), "q1-q3 images/s": f"{t.items / t.q3:.0f}-{t.items / t.q1:.0f}",
-                        "gain": round(gain[0], 2), "gain q1-q3": f"{gain[1]:.2f}-{gain[2]:.2f}" if before else "",
-                        "cumulative": round(total[0], 2), "cumulative q1-q3": f"{total[1]:.2f}-{total[2]:.2f}", "note": ""})
+            row.update(
+                {
+                    "images/s": round(t.throughput or 0.0),
+                    "q1-q3 images/s": f"{t.items / t.q3:.0f}-{t.items / t.q1:.0f}",
+                    "gain": round(gain[0], 2),
+                    "gain q1-q3": f"{gain[1]:.2f}-{gain[2]:.2f}" if before else "",
+                    "cumulative": round(total[0], 2),
+                    "cumulative q1-q3": f"{total[1]:.2f}-{total[2]:.2f}",
+                    "note": "",
+                }
+            )
             before = t
         rows.append(row)
     table = pd.DataFrame(rows).set_index("stage")
@@ -182,9 +153,15 @@ def report(table: Any) -> str:
         elif row["gain"] != row["gain"]:  # NaN: the first stage run
             lines.append(f"{name}: {row['images/s']:.0f} images/s")
         else:
-            lines.append(f"{name}: {row['gain']:.2f}x (IQR {row['gain q1-q3']}), cumulative {row['cumulative']:.2f}x")
+            lines.append(
+                f"{name}: {row['gain']:.2f}x (IQR {row['gain q1-q3']}), "
+                f"cumulative {row['cumulative']:.2f}x"
+            )
         if before is not None and row["note"] == "":
-            lines += [f"    {line}" for line in stage_diff(index[name], tuple(table.attrs.get("skip", {})), before)]
+            lines += [
+                f"    {line}"
+                for line in stage_diff(index[name], tuple(table.attrs.get("skip", {})), before)
+            ]
         before = index[name] if row["note"] == "" else before
     return "\n".join(lines)
 
@@ -196,17 +173,27 @@ def capstone_figure(table: Any, title: str = "") -> Any:
 
     speeds = list(table["images/s"].fillna(0)) if "images/s" in table else [0] * len(table)
     spans = [timing.span(row.get("q1-q3 images/s")) for _, row in table.iterrows()]
-    low = [max(0.0, v - a) if a is not None else 0.0 for v, (a, _) in zip(speeds, spans, strict=True)]
-    high = [max(0.0, b - v) if b is not None else 0.0 for v, (_, b) in zip(speeds, spans, strict=True)]
+    low = [
+        max(0.0, v - a) if a is not None else 0.0 for v, (a, _) in zip(speeds, spans, strict=True)
+    ]
+    high = [
+        max(0.0, b - v) if b is not None else 0.0 for v, (_, b) in zip(speeds, spans, strict=True)
+    ]
     fig = Figure(figsize=(9, 0.45 * len(table) + 1.4), layout="constrained")
     ax = fig.subplots()
     ax.barh(list(table.index), speeds, color="tab:green", xerr=[low, high], capsize=3)
     for i, (speed, (_, row)) in enumerate(zip(speeds, table.iterrows(), strict=True)):
-        label = f" {row['cumulative']:.2f}x ({row.get('cumulative q1-q3', '')})" if speed else " skipped"
+        label = (
+            f" {row['cumulative']:.2f}x ({row.get('cumulative q1-q3', '')})"
+            if speed
+            else " skipped"
+        )
         ax.text(speed + high[i], i, label, va="center", fontsize=9)
     ax.invert_yaxis()
-    ax.set_xlabel("training images per second, median epoch (whiskers: quartile epochs)\n"
-                  "at each bar: the cumulative speed-up over the first stage (its quartile range)")
+    ax.set_xlabel(
+        "training images per second, median epoch (whiskers: quartile epochs)\n"
+        "at each bar: the cumulative speed-up over the first stage (its quartile range)"
+    )
     ax.set_xlim(0, max(v + h for v, h in zip(speeds, high, strict=True)) * 1.3 or 1)
     if title:
         ax.set_title(title)
@@ -218,19 +205,34 @@ def capstone_summary(table: Any) -> str:
     (its gain's IQR above 1x) and whose IQR reaches the biggest one's is named with it, since a
     lead inside the spread is not a win."""
     ran = table.dropna(subset=["images/s"])
-    head = f"{ran.index[0]} -> {ran.index[-1]}: {ran['cumulative'].iloc[-1]:.2f}x in all (IQR {ran['cumulative q1-q3'].iloc[-1]})"
+    head = (
+        f"{ran.index[0]} -> {ran.index[-1]}: {ran['cumulative'].iloc[-1]:.2f}x in all "
+        f"(IQR {ran['cumulative q1-q3'].iloc[-1]})"
+    )
     steps = ran[ran["gain"].notna()]
     if steps.empty:
         return head
     iqr = {name: timing.span(row["gain q1-q3"]) for name, row in steps.iterrows()}
     best = steps["gain"].idxmax()
     if iqr[best][0] <= 1.0:
-        return f"{head}; no single step gained clearly (the largest, {best}, {steps.loc[best, 'gain']:.2f}x, IQR {steps.loc[best, 'gain q1-q3']})"
-    tied = [name for name in steps.index  # a step whose spread reaches below 1x may not have gained at all
-            if name != best and iqr[name][1] >= iqr[best][0] and iqr[name][0] > 1.0]
-    named = ", ".join(f"{name} ({steps.loc[name, 'gain']:.2f}x, IQR {steps.loc[name, 'gain q1-q3']})" for name in [best, *tied])
-    return f"{head}; " + (f"the biggest single step: {named}" if not tied else
-                          f"the biggest single steps, inside each other's spread: {named}")
+        return (
+            f"{head}; no single step gained clearly (the largest, {best}, "
+            f"{steps.loc[best, 'gain']:.2f}x, IQR {steps.loc[best, 'gain q1-q3']})"
+        )
+    tied = [
+        name
+        for name in steps.index  # a step whose spread reaches below 1x may not have gained at all
+        if name != best and iqr[name][1] >= iqr[best][0] and iqr[name][0] > 1.0
+    ]
+    named = ", ".join(
+        f"{name} ({steps.loc[name, 'gain']:.2f}x, IQR {steps.loc[name, 'gain q1-q3']})"
+        for name in [best, *tied]
+    )
+    return f"{head}; " + (
+        f"the biggest single step: {named}"
+        if not tied
+        else f"the biggest single steps, inside each other's spread: {named}"
+    )
 
 
 def _naive_vs_tuned(n_images: int = 2048, epochs: int = 3, rounds: int = 2) -> Any:
@@ -238,18 +240,34 @@ def _naive_vs_tuned(n_images: int = 2048, epochs: int = 3, rounds: int = 2) -> A
         table = run_stages(workdir, n_images, epochs, rounds=rounds)
     timings = table.attrs["timings"]
     first, last = next(iter(timings)), list(timings)[-1]
-    result = timing.comparison_table({"naive": replace(timings[first], label="naive"),
-                                      "tuned": replace(timings[last], label="tuned")}, "naive")
+    result = timing.comparison_table(
+        {
+            "naive": replace(timings[first], label="naive"),
+            "tuned": replace(timings[last], label="tuned"),
+        },
+        "naive",
+    )
     result.attrs["note"] = "; ".join(
-        f"{name}: {row['note']}" if row["note"] else
-        f"{name} {row['cumulative']:.2f}x" + (f" (step {row['gain']:.2f}x)" if row["gain"] == row["gain"] else "")
-        for name, row in table.iterrows())
+        f"{name}: {row['note']}"
+        if row["note"]
+        else f"{name} {row['cumulative']:.2f}x"
+        + (f" (step {row['gain']:.2f}x)" if row["gain"] == row["gain"] else "")
+        for name, row in table.iterrows()
+    )
     return result
 
 
 BENCHMARKS = [
-    Comparison(id="capstone.naive_vs_tuned",
-               title="training job, fresh process per stage, rotated rounds: naive vs every stage applied (note: cumulative per stage)",
-               measure=_naive_vs_tuned, baseline="naive", variant="tuned",
-               quick={"n_images": 256, "epochs": 3, "rounds": 1}, full={"n_images": 2048, "epochs": 3, "rounds": 2}),
+    Comparison(
+        id="capstone.naive_vs_tuned",
+        title=(
+            "training job, fresh process per stage, rotated rounds: "
+            "naive vs every stage applied (note: cumulative per stage)"
+        ),
+        measure=_naive_vs_tuned,
+        baseline="naive",
+        variant="tuned",
+        quick={"n_images": 256, "epochs": 3, "rounds": 1},
+        full={"n_images": 2048, "epochs": 3, "rounds": 2},
+    ),
 ]

@@ -1,27 +1,24 @@
-"""CIFAR-10, the python version: verified download, safe extraction, reading, and the synthetic
-sample shipped in ``data/`` in exactly the same format (notebook 06).
+"""CIFAR-10, the python version: safe extraction, reading, and the synthetic sample shipped in
+``data/`` in exactly the same format (notebook 06). The verified download is in
+``helpers.topics.cifar_download`` (``download`` is re-exported here).
 
-    python -m helpers.topics.cifar make-sample data/cifar-10-sample   # regenerate the shipped sample
+    python -m helpers.topics.cifar make-sample data/cifar-10-sample  # regenerate the shipped sample
 
 The real archive is checked against its published MD5 before anything is extracted, and every
 pickle is read with a restricted unpickler that admits only NumPy arrays and plain data, so a
-batch file cannot run code; extraction refuses members that would land outside the target folder. Every file is written under
-a temporary name and moved into place, so an interrupted step leaves nothing half-written.
+batch file cannot run code; extraction refuses members that would land outside the target folder.
+Every file is written under a temporary name and moved into place, so an interrupted step leaves
+nothing half-written.
 """
 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 import pickle
 import shutil
 import sys
 import tarfile
-import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,9 +27,9 @@ from typing import Any
 from helpers import checks, fileio
 from helpers.topics import datafiles
 
-URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-#: Published on the CIFAR-10 home page beside the download link.
-MD5 = "c58f30108f718f92721af3b95e74349a"
+# locate uses all four; download is also re-exported: notebook 06 calls cifar.download.
+from helpers.topics.cifar_download import MD5, URL, NetworkUnavailable, download
+
 FOLDER = "cifar-10-batches-py"
 TRAIN_BATCHES = tuple(f"data_batch_{i}" for i in range(1, 6))
 FILES = (*TRAIN_BATCHES, "test_batch", "batches.meta")
@@ -42,68 +39,11 @@ SPLITS = {"train": TRAIN_BATCHES[:4], "validation": TRAIN_BATCHES[4:], "eval": (
 SHIPPED_SAMPLE = Path(__file__).resolve().parents[2] / "data" / "cifar-10-sample"
 
 
-class NetworkUnavailable(RuntimeError):
-    """The archive could not be fetched: no network, or the server did not answer."""
-
-
-class ChecksumMismatch(ValueError):
-    """A downloaded file is not the published archive."""
-
-
-@checks.arguments(path=datafiles.existing_file, chunk=checks.whole(1, 1 << 30, "bytes read at a time"))
-def md5_of(path: Path, chunk: int = 1 << 20) -> str:
-    """The MD5 hex digest of a file, read in chunks."""
-    checks.fits_memory(f"md5_of(chunk={chunk:,})", chunk)
-    digest = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(chunk), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@checks.arguments(dest_dir=checks.path, url=checks.text, md5=datafiles.md5_hex, timeout=checks.number(0, 600, above=True))
-def download(dest_dir: Path, url: str = URL, md5: str = MD5, timeout: float = 20.0) -> Path:
-    """Fetch the archive into ``dest_dir`` (with a progress bar) and check its MD5.
-
-    The file appears under its final name only once it is complete and verified; a mismatch
-    raises ``ChecksumMismatch`` and a network failure ``NetworkUnavailable``, leaving nothing.
-    """
-    from tqdm.auto import tqdm
-
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https", "file"):
-        raise ValueError(f"url must start with https://, http:// or file://, got {url!r}")
-    dest_dir, md5 = fileio.make_folder(dest_dir, "dest_dir"), md5.strip().lower()
-    target = dest_dir / Path(url).name
-    if target.exists() and md5_of(target) == md5:
-        return target
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=dest_dir)
-    try:
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as response, os.fdopen(fd, "wb") as out:
-                total = int(response.headers.get("Content-Length") or 0) or None
-                with tqdm(total=total, unit="B", unit_scale=True, desc=target.name) as bar:
-                    for block in iter(lambda: response.read(1 << 16), b""):
-                        out.write(block)
-                        bar.update(len(block))
-        except urllib.error.HTTPError as exc:  # the server answered: the address is wrong, not the network
-            raise ValueError(f"url {url} answered {exc.code} {exc.reason}: check the address") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            if urllib.parse.urlsplit(url).scheme == "file":  # a local mirror: no network involved
-                raise ValueError(f"url {url}: {getattr(exc, 'reason', exc)}") from None
-            raise NetworkUnavailable(f"could not download {url}: {getattr(exc, 'reason', exc)}") from exc
-        found = md5_of(Path(tmp))
-        if found != md5:
-            raise ChecksumMismatch(f"{url} has MD5 {found}, not the published {md5}: refusing to use it")
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return target
-
-
 @checks.arguments(archive_path=datafiles.existing_file, dest_dir=checks.path)
 def extract(archive_path: Path, dest_dir: Path) -> Path:
-    """Extract the archive's ``cifar-10-batches-py`` folder into ``dest_dir``, safely and atomically.
-    Its batches are read back with the restricted unpickler before the folder is moved into place."""
+    """Extract the archive's ``cifar-10-batches-py`` folder into ``dest_dir``, safely and
+    atomically. Its batches are read back with the restricted unpickler before the folder is moved
+    into place."""
     dest_dir = fileio.make_folder(dest_dir, "dest_dir")
     final = dest_dir / FOLDER
     staging = fileio.staging_folder(dest_dir, "extract")
@@ -114,8 +54,11 @@ def extract(archive_path: Path, dest_dir: Path) -> Path:
                 kwargs = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
                 archive.extractall(staging, members=members, **kwargs)
         except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise ValueError(f"archive_path: {archive_path} is not a complete tar archive (truncated or corrupt: "
-                             f"{type(exc).__name__}: {str(exc) or 'unexpected end of data'}); download it again") from None
+            raise ValueError(
+                f"archive_path: {archive_path} is not a complete tar archive "
+                "(truncated or corrupt: "
+                f"{type(exc).__name__}: {str(exc) or 'unexpected end of data'}); download it again"
+            ) from None
         if not (staging / FOLDER).is_dir():
             raise ValueError(f"{archive_path} holds no {FOLDER}/ folder")
         read_folder(staging / FOLDER)  # a broken archive fails here, not in a later step
@@ -141,8 +84,8 @@ def read_batch(path: Path) -> dict[bytes, Any]:
 
 @checks.arguments(folder=datafiles.folder)
 def read_folder(folder: Path) -> dict[str, tuple[Any, Any]]:
-    """Read a ``cifar-10-batches-py`` folder into ``{batch name: (images N x 32 x 32 x 3 uint8, labels)}``,
-    refusing pixel values outside 0-255 and labels outside 0-9."""
+    """Read a ``cifar-10-batches-py`` folder into ``{batch name: (images N x 32 x 32 x 3 uint8,
+    labels)}``, refusing pixel values outside 0-255 and labels outside 0-9."""
     import numpy as np
 
     folder = Path(folder)
@@ -162,11 +105,20 @@ def read_folder(folder: Path) -> dict[str, tuple[Any, Any]]:
         try:
             data, n_labels = np.asarray(data), len(labels)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name}: data and labels are not an array and a list: {exc}") from None
+            raise ValueError(
+                f"{name}: data and labels are not an array and a list: {exc}"
+            ) from None
         if data.ndim != 2 or data.shape[1] != 3072 or n_labels != len(data):
-            raise ValueError(f"{name}: data {data.shape} and {n_labels} labels are not N x 3072 and N")
-        images = datafiles.images_array(data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), f"{name} data")
-        batches[name] = (np.ascontiguousarray(images), datafiles.labels_array(labels, len(images), name=f"{name} labels"))
+            raise ValueError(
+                f"{name}: data {data.shape} and {n_labels} labels are not N x 3072 and N"
+            )
+        images = datafiles.images_array(
+            data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), f"{name} data"
+        )
+        batches[name] = (
+            np.ascontiguousarray(images),
+            datafiles.labels_array(labels, len(images), name=f"{name} labels"),
+        )
     return batches
 
 
@@ -177,12 +129,17 @@ def load_splits(folder: Path) -> dict[str, tuple[Any, Any]]:
 
     batches = read_folder(folder)
     return {
-        split: (np.concatenate([batches[b][0] for b in names]), np.concatenate([batches[b][1] for b in names]))
+        split: (
+            np.concatenate([batches[b][0] for b in names]),
+            np.concatenate([batches[b][1] for b in names]),
+        )
         for split, names in SPLITS.items()
     }
 
 
-@checks.arguments(data_dir=datafiles.folder, download_real=checks.flag, url=checks.text, md5=datafiles.md5_hex)
+@checks.arguments(
+    data_dir=datafiles.folder, download_real=checks.flag, url=checks.text, md5=datafiles.md5_hex
+)
 def locate(data_dir: Path, download_real: bool = False, url: str = URL, md5: str = MD5) -> Path:
     """The CIFAR folder to use: the real one under ``data_dir`` if there, else downloaded and
     extracted when ``download_real``; when the network is unreachable, the shipped sample."""
@@ -222,7 +179,9 @@ def synthetic_images(n: int, seed: int) -> tuple[Any, Any]:
     """``n`` 32 x 32 RGB images whose class shows in colour and stripe direction, plus labels."""
     import numpy as np
 
-    checks.fits_memory(f"synthetic_images(n={n:,})", n * 32 * 32 * 3 * 2)  # the images, and a batch's pickle
+    checks.fits_memory(
+        f"synthetic_images(n={n:,})", n * 32 * 32 * 3 * 2
+    )  # the images, and a batch's pickle
 
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, 10, size=n)
@@ -231,14 +190,19 @@ def synthetic_images(n: int, seed: int) -> tuple[Any, Any]:
     angles = np.linspace(0, np.pi, 10, endpoint=False)
     images = np.empty((n, 32, 32, 3), dtype=np.uint8)
     for i, label in enumerate(labels):
-        stripes = np.sin(12.0 * (xx * np.cos(angles[label]) + yy * np.sin(angles[label])) + rng.uniform(0, 6.3))
+        stripes = np.sin(
+            12.0 * (xx * np.cos(angles[label]) + yy * np.sin(angles[label])) + rng.uniform(0, 6.3)
+        )
         pixel = palette[label] + 35.0 * stripes[..., None] + rng.normal(0, 12.0, size=(32, 32, 3))
         images[i] = np.clip(pixel, 0, 255).astype(np.uint8)
     return images, labels
 
 
-@checks.arguments(out_dir=checks.path, per_batch=checks.whole(1, 10_000, "images per batch, as the real CIFAR-10's"),
-                  seed=_SEED)
+@checks.arguments(
+    out_dir=checks.path,
+    per_batch=checks.whole(1, 10_000, "images per batch, as the real CIFAR-10's"),
+    seed=_SEED,
+)
 def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
     """Write a synthetic ``cifar-10-batches-py`` folder in the exact CIFAR format (protocol-2
     pickles with byte-string keys), atomically."""
@@ -247,7 +211,10 @@ def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
     try:
         for k, name in enumerate((*TRAIN_BATCHES, "test_batch")):
             images, labels = synthetic_images(per_batch, seed + k)
-            label = f"{'testing' if name == 'test_batch' else 'training'} batch {k + 1 if k < 5 else 1} of 5"
+            label = (
+                f"{'testing' if name == 'test_batch' else 'training'} "
+                f"batch {k + 1 if k < 5 else 1} of 5"
+            )
             batch = {
                 b"batch_label": f"SYNTHETIC {label}".encode(),
                 b"labels": [int(v) for v in labels],
@@ -256,11 +223,16 @@ def make_sample(out_dir: Path, per_batch: int = 250, seed: int = 2026) -> Path:
             }
             with open(staging / name, "wb") as handle:
                 pickle.dump(batch, handle, protocol=2)
-        meta = {b"label_names": [c.encode() for c in CLASSES], b"num_cases_per_batch": per_batch, b"num_vis": 3072}
+        meta = {
+            b"label_names": [c.encode() for c in CLASSES],
+            b"num_cases_per_batch": per_batch,
+            b"num_vis": 3072,
+        }
         with open(staging / "batches.meta", "wb") as handle:
             pickle.dump(meta, handle, protocol=2)
         (staging / "README.txt").write_text(
-            "SYNTHETIC sample in the CIFAR-10 python format, made by `python -m helpers.topics.cifar make-sample`.\n"
+            "SYNTHETIC sample in the CIFAR-10 python format, "
+            "made by `python -m helpers.topics.cifar make-sample`.\n"
             "The images are generated stripes and colours, not CIFAR-10 photographs.\n"
         )
         final = out_dir / FOLDER
@@ -282,7 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage, file=sys.stderr)
         return 2
     if len(args) == 3 and not args[2].isdigit():
-        print(f"cifar: PER_BATCH must be a whole number from 1 to 10,000, got {args[2]!r}; {usage}", file=sys.stderr)
+        print(
+            f"cifar: PER_BATCH must be a whole number from 1 to 10,000, got {args[2]!r}; {usage}",
+            file=sys.stderr,
+        )
         return 2
     try:
         folder = make_sample(Path(args[1]), *(int(a) for a in args[2:]))

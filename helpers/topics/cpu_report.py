@@ -19,15 +19,31 @@ from helpers import checks, procs
 
 #: Allocators that can replace glibc malloc through LD_PRELOAD: file names to look for.
 ALLOCATORS: dict[str, tuple[str, ...]] = {
-    "tcmalloc": ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4", "libtcmalloc_minimal.so", "libtcmalloc.so"),
+    "tcmalloc": (
+        "libtcmalloc_minimal.so.4",
+        "libtcmalloc.so.4",
+        "libtcmalloc_minimal.so",
+        "libtcmalloc.so",
+    ),
     "jemalloc": ("libjemalloc.so.2", "libjemalloc.so"),
 }
 INSTALL_HINTS = {
-    "tcmalloc": "Debian/Ubuntu: sudo apt-get install libtcmalloc-minimal4 | conda: conda install -c conda-forge gperftools",
-    "jemalloc": "Debian/Ubuntu: sudo apt-get install libjemalloc2 | conda: conda install -c conda-forge jemalloc",
+    "tcmalloc": (
+        "Debian/Ubuntu: sudo apt-get install libtcmalloc-minimal4 | "
+        "conda: conda install -c conda-forge gperftools"
+    ),
+    "jemalloc": (
+        "Debian/Ubuntu: sudo apt-get install libjemalloc2 | "
+        "conda: conda install -c conda-forge jemalloc"
+    ),
 }
-LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
-
+LIB_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+)
 
 
 def error_text(exc: BaseException) -> str:
@@ -58,7 +74,9 @@ def _openmp_runtime(maps: str) -> str:
     """Which OpenMP runtime a process has mapped (GNU libgomp, Intel libiomp), or "none"."""
     if not maps:
         return "unknown"
-    found = [name for name, marker in (("libgomp", "libgomp"), ("libiomp", "libiomp")) if marker in maps]
+    found = [
+        name for name, marker in (("libgomp", "libgomp"), ("libiomp", "libiomp")) if marker in maps
+    ]
     return ", ".join(found) or "none"
 
 
@@ -91,14 +109,25 @@ def sweep_figure(table: Any, title: str = "") -> Any:
     from matplotlib.figure import Figure
 
     workloads = list(dict.fromkeys(table["workload"]))
-    fig = Figure(figsize=(4.6 * len(workloads), 0.45 * table["setting"].nunique() + 1.8), layout="constrained")
-    for ax, workload in zip(fig.subplots(1, len(workloads), squeeze=False, sharex=True)[0], workloads, strict=True):
+    fig = Figure(
+        figsize=(4.6 * len(workloads), 0.45 * table["setting"].nunique() + 1.8),
+        layout="constrained",
+    )
+    for ax, workload in zip(
+        fig.subplots(1, len(workloads), squeeze=False, sharex=True)[0], workloads, strict=True
+    ):
         part = table[table["workload"] == workload]
         ok = part["error"] == ""
         y = range(len(part))
         medians = part["median_ms"].where(ok, 0)
         xerr = [(medians - part["q1_ms"]).where(ok, 0), (part["q3_ms"] - medians).where(ok, 0)]
-        ax.barh(list(y), medians, xerr=xerr, color=["tab:blue" if o else "lightgray" for o in ok], capsize=3)
+        ax.barh(
+            list(y),
+            medians,
+            xerr=xerr,
+            color=["tab:blue" if o else "lightgray" for o in ok],
+            capsize=3,
+        )
         for i, o in enumerate(ok):
             if not o:
                 ax.text(0, i, "  fails (see its error)", va="center", fontsize=9, color="tab:red")
@@ -113,9 +142,10 @@ def sweep_figure(table: Any, title: str = "") -> Any:
 
 def sweep_summary(table: Any, pairs: Any = ()) -> str:
     """Per workload, one line per setting against the sweep's first setting (its baseline), read
-    as ``verdicts.verdict`` reads a comparison: the ratio with its quartile ratios (q1/q3 and q3/q1), and no clear
-    difference when the quartiles overlap or the medians lie within a few percent. ``pairs``:
-    more (setting, against) comparisons per workload, such as twice the cores against all cores."""
+    as ``verdicts.verdict`` reads a comparison: the ratio with its quartile ratios (q1/q3 and
+    q3/q1), and no clear difference when the quartiles overlap or the medians lie within a few
+    percent. ``pairs``: more (setting, against) comparisons per workload, such as twice the cores
+    against all cores."""
     import pandas as pd
 
     from helpers import verdicts
@@ -128,15 +158,28 @@ def sweep_summary(table: Any, pairs: Any = ()) -> str:
             lines.append(f"{workload}: every setting failed")
             continue
         base = ok.iloc[0]
-        rows = pd.DataFrame({"median_s": ok["median_ms"] / 1e3, "q1_s": ok["q1_ms"] / 1e3, "q3_s": ok["q3_ms"] / 1e3,
-                             "repeats": ok["repeats"], "speedup": base["median_ms"] / ok["median_ms"],
-                             "speedup_low": base["q1_ms"] / ok["q3_ms"], "speedup_high": base["q3_ms"] / ok["q1_ms"]})
+        rows = pd.DataFrame(
+            {
+                "median_s": ok["median_ms"] / 1e3,
+                "q1_s": ok["q1_ms"] / 1e3,
+                "q3_s": ok["q3_ms"] / 1e3,
+                "repeats": ok["repeats"],
+                "speedup": base["median_ms"] / ok["median_ms"],
+                "speedup_low": base["q1_ms"] / ok["q3_ms"],
+                "speedup_high": base["q3_ms"] / ok["q1_ms"],
+            }
+        )
         rows.attrs["baseline"] = ok.index[0]
         lines += [f"{workload}: " + verdicts.verdict(rows, name) for name in rows.index[1:]]
-        lines += [f"{workload}: " + verdicts.verdict(rows, name, baseline=against)
-                  for name, against in pairs if name in rows.index and against in rows.index]
+        lines += [
+            f"{workload}: " + verdicts.verdict(rows, name, baseline=against)
+            for name, against in pairs
+            if name in rows.index and against in rows.index
+        ]
         if len(ok) == 1:
-            lines.append(f"{workload}: {ok.index[0]} {base['median_ms']:.1f} ms (the only setting that ran)")
+            lines.append(
+                f"{workload}: {ok.index[0]} {base['median_ms']:.1f} ms (the only setting that ran)"
+            )
         if failed:
             lines.append(f"{workload}: {failed} setting(s) failed")
     return "\n".join(lines)
@@ -153,7 +196,11 @@ def wheel_missing_instructions(stderr: str) -> list[str]:
 def wheel_report(timeout: float = 120.0) -> list[str]:
     """Start TensorFlow in a fresh process with its info log on and return the instruction sets
     it says it was not built to use outside its performance-critical (oneDNN) kernels."""
-    result = procs.run([sys.executable, "-c", "import tensorflow"], env={"TF_CPP_MIN_LOG_LEVEL": "0"}, timeout=timeout)
+    result = procs.run(
+        [sys.executable, "-c", "import tensorflow"],
+        env={"TF_CPP_MIN_LOG_LEVEL": "0"},
+        timeout=timeout,
+    )
     return wheel_missing_instructions(result.stderr)
 
 
@@ -166,11 +213,16 @@ def features_table(cpu_flags: Mapping[str, bool], missing: Sequence[str]) -> Any
     from helpers.env import CPU_FEATURES
 
     if not isinstance(cpu_flags, Mapping):
-        raise TypeError(f"cpu_flags must map instruction sets to True/False, as env.cpu_info()['features'] does, "
-                        f"got {type(cpu_flags).__name__}")
+        raise TypeError(
+            "cpu_flags must map instruction sets to True/False, "
+            "as env.cpu_info()['features'] does, "
+            f"got {type(cpu_flags).__name__}"
+        )
     if isinstance(missing, str) or not isinstance(missing, Sequence):
-        raise TypeError(f"missing must be a list of instruction set names, got {missing!r:.60}"
-                        + (f": write [{missing!r}]" if isinstance(missing, str) else ""))
+        raise TypeError(
+            f"missing must be a list of instruction set names, got {missing!r:.60}"
+            + (f": write [{missing!r}]" if isinstance(missing, str) else "")
+        )
     unused = {str(m).lower() for m in missing}
     rows = []
     for feature in CPU_FEATURES:
@@ -181,28 +233,44 @@ def features_table(cpu_flags: Mapping[str, bool], missing: Sequence[str]) -> Any
             used = "only in oneDNN kernels"
         else:
             used = "everywhere"
-        rows.append({"instruction set": feature.upper(), "this CPU": "yes" if has else "no", "the wheel uses it": used})
+        rows.append(
+            {
+                "instruction set": feature.upper(),
+                "this CPU": "yes" if has else "no",
+                "the wheel uses it": used,
+            }
+        )
     return pd.DataFrame(rows).set_index("instruction set")
 
 
-
-
 def fpmath_summary(default: Any, bf16: Any) -> str:
-    """Read notebook 10's two saved outputs (float32 math, ``ONEDNN_DEFAULT_FPMATH_MODE=BF16``): how far
-    each op's results moved, relative to their largest value; 0 means that kernel did not use bfloat16."""
+    """Read notebook 10's two saved outputs (float32 math, ``ONEDNN_DEFAULT_FPMATH_MODE=BF16``):
+    how far each op's results moved, relative to their largest value; 0 means that kernel did not
+    use bfloat16."""
     import numpy as np
 
     parts, moved_any = [], False
     for name in ("conv", "matmul"):
         reference = np.asarray(default[name], dtype=np.float64)
-        moved = float(np.max(np.abs(reference - np.asarray(bf16[name], dtype=np.float64))) / np.max(np.abs(reference)))
+        moved = float(
+            np.max(np.abs(reference - np.asarray(bf16[name], dtype=np.float64)))
+            / np.max(np.abs(reference))
+        )
         moved_any = moved_any or moved > 0
-        parts.append(f"the {name}'s outputs moved by up to {moved:.1e} of their largest value"
-                     + (" (unchanged: its kernel kept float32 math)" if moved == 0 else ""))
+        parts.append(
+            f"the {name}'s outputs moved by up to {moved:.1e} of their largest value"
+            + (" (unchanged: its kernel kept float32 math)" if moved == 0 else "")
+        )
     said = "Under ONEDNN_DEFAULT_FPMATH_MODE=BF16, " + "; ".join(parts) + "."
     if not moved_any:
-        return said + " Nothing moved: no kernel used bfloat16 here (no bfloat16 instructions, or oneDNN capped below them)."
-    return said + " With 8 significant bits, bfloat16 arithmetic is expected to move results by about 1e-3 to 1e-2."
+        return said + (
+            " Nothing moved: no kernel used bfloat16 here"
+            " (no bfloat16 instructions, or oneDNN capped below them)."
+        )
+    return said + (
+        " With 8 significant bits, bfloat16 arithmetic is expected to move results"
+        " by about 1e-3 to 1e-2."
+    )
 
 
 def numa_summary(root: str = "/sys/devices/system/node") -> str:
@@ -213,6 +281,12 @@ def numa_summary(root: str = "/sys/devices/system/node") -> str:
     if not nodes:
         return "No NUMA information here (not Linux, or no sysfs): nothing to pin."
     if len(nodes) == 1:
-        return "This machine has 1 NUMA node: all its cores share one memory, so pinning has nothing to choose between."
-    return (f"This machine has {len(nodes)} NUMA nodes ({', '.join(nodes)}): a process that runs on one node's cores "
-            "and allocates in another's memory pays for every remote access; pin each process to one node.")
+        return (
+            "This machine has 1 NUMA node: all its cores share one memory, "
+            "so pinning has nothing to choose between."
+        )
+    return (
+        f"This machine has {len(nodes)} NUMA nodes ({', '.join(nodes)}): a process that runs on "
+        "one node's cores and allocates in another's memory pays for every remote access; "
+        "pin each process to one node."
+    )

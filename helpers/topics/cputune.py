@@ -3,91 +3,31 @@ in fresh processes with chosen threads, oneDNN, OpenMP and allocator settings.
 
 Thread pools, oneDNN and ``LD_PRELOAD`` are fixed when TensorFlow starts, so every setting runs
 in its own child (``helpers.procs``): notebook 10's ``CPU_CHILD`` program, shown in full there,
-times the named workloads and emits one row each, or the error a workload raised. Figures and
-the wheel's instruction sets are in ``helpers.topics.cpu_report``.
+times the named workloads and emits one row each, or the error a workload raised. The
+``Setting`` each child starts with and the named sweeps' settings are in
+``helpers.topics.cputune_settings`` (re-exported here); figures and the wheel's instruction sets
+are in ``helpers.topics.cpu_report``.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from helpers import checks, env, lessons, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
-from helpers.timing import ProgressFn, Timing
-from helpers.topics.cpu_report import find_allocators
+from helpers.timing import ProgressFn
+from helpers.timing_stats import Timing
 
+# Re-exported: notebook 10 calls cputune.Setting, SWEEPS, sweep_settings and thread_settings, and
+# fused.data_format_table (notebook 08) builds cputune.Setting.
+from helpers.topics.cputune_settings import SWEEPS as SWEEPS
+from helpers.topics.cputune_settings import Setting, sweep_settings
+from helpers.topics.cputune_settings import thread_settings as thread_settings
 
-def _is_elf(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
-    except OSError:
-        return False
-
-
-@dataclass(frozen=True)
-class Setting:
-    """How one child process starts: TensorFlow's thread pools (0 = TF's default, all cores),
-    oneDNN (None = the build's default), ``OMP_NUM_THREADS`` and an allocator to preload."""
-
-    intra: int = 0
-    inter: int = 0
-    onednn: bool | None = None
-    omp_threads: int | None = None
-    allocator: str | None = None
-    extra_env: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for name in ("intra", "inter"):
-            whole_number(name, getattr(self, name), 0, "0 = TensorFlow's default", checks.max_threads())
-        if self.omp_threads is not None:
-            whole_number("omp_threads", self.omp_threads, 1, "", checks.max_threads())
-        checks.optional_flag("onednn", self.onednn)  # "off" is a truthy string: it would turn oneDNN on
-        if self.allocator is not None:
-            checks.path("allocator", self.allocator)
-        if not isinstance(self.extra_env, Mapping):
-            raise checks.BadType(f"extra_env must map names to strings, got {type(self.extra_env).__name__}")
-        if self.allocator is not None and not Path(self.allocator).is_file():
-            raise ValueError(f"allocator must be the path of a shared library, {self.allocator!r} is not a file")
-        if self.allocator is not None and not _is_elf(self.allocator):  # ld.so would skip it and run on glibc's malloc
-            raise ValueError(f"allocator must be the path of a shared library, {self.allocator!r} is not one (no ELF header)")
-        if "LD_PRELOAD" in self.extra_env:
-            raise ValueError("extra_env must not set LD_PRELOAD: pass the library as allocator=, which is checked")
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.extra_env.items()):
-            raise ValueError(f"extra_env must map names to strings, got {dict(self.extra_env)!r}")
-
-    def env(self) -> dict[str, str]:
-        """The environment variables this setting adds to the child's."""
-        env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
-        if self.onednn is not None:
-            env["TF_ENABLE_ONEDNN_OPTS"] = "1" if self.onednn else "0"
-        if self.omp_threads is not None:
-            env["OMP_NUM_THREADS"] = str(self.omp_threads)
-        if self.allocator is not None:
-            env["LD_PRELOAD"] = self.allocator
-        env.update(self.extra_env)
-        return env
-
-    def describe(self) -> str:
-        """A short label, e.g. ``intra 1, inter 1, oneDNN off``."""
-        parts = [f"intra {self.intra or 'default'}", f"inter {self.inter or 'default'}"]
-        if self.onednn is not None:
-            parts.append(f"oneDNN {'on' if self.onednn else 'off'}")
-        if self.omp_threads is not None:
-            parts.append(f"OMP {self.omp_threads}")
-        if self.allocator is not None:
-            parts.append(Path(self.allocator).name.split(".so")[0].removeprefix("lib"))
-        parts.extend(f"{k}={v}" for k, v in self.extra_env.items())
-        return ", ".join(parts)
-
-
-# --- the parent's side --------------------------------------------------------------------
 
 def lesson() -> Any:
     """Notebook 10's exported lesson code: the workloads and the child program ``CPU_CHILD``."""
@@ -105,21 +45,46 @@ def _check_workloads(workloads: Sequence[str]) -> list[str]:
 
 
 @checks.arguments(repeats=checks.repeats, small=checks.flag, timeout=checks.timeout)
-def run_setting(setting: Setting, workloads: Sequence[str], repeats: int = 5, small: bool = False,
-                timeout: float = 300.0) -> list[dict[str, Any]]:
+def run_setting(
+    setting: Setting,
+    workloads: Sequence[str],
+    repeats: int = 5,
+    small: bool = False,
+    timeout: float = 300.0,
+) -> list[dict[str, Any]]:
     """Time ``workloads`` in one fresh process started with ``setting``: one row per workload,
     with ``seconds`` (one per repeat) or the ``error`` it raised."""
     workloads = _check_workloads(workloads)
     whole_number("repeats", repeats)
     with procs.programs({"cpu_child.py": lesson().CPU_CHILD}) as files:
-        args = [sys.executable, str(files["cpu_child.py"]), "--workloads", ",".join(workloads), "--intra", str(setting.intra),
-                "--inter", str(setting.inter), "--repeats", str(repeats), *(["--small"] if small else [])]
+        args = [
+            sys.executable,
+            str(files["cpu_child.py"]),
+            "--workloads",
+            ",".join(workloads),
+            "--intra",
+            str(setting.intra),
+            "--inter",
+            str(setting.inter),
+            "--repeats",
+            str(repeats),
+            *(["--small"] if small else []),
+        ]
         return procs.run_rows(args, env=setting.env(), timeout=timeout)
 
 
-@checks.arguments(repeats=checks.repeats, rounds=checks.rounds, small=checks.flag, timeout=checks.timeout)
-def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: int = 5, rounds: int = 1,
-          small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> Any:
+@checks.arguments(
+    repeats=checks.repeats, rounds=checks.rounds, small=checks.flag, timeout=checks.timeout
+)
+def sweep(
+    settings: Mapping[str, Setting],
+    workloads: Sequence[str],
+    repeats: int = 5,
+    rounds: int = 1,
+    small: bool = False,
+    timeout: float = 300.0,
+    on_progress: ProgressFn | None = None,
+) -> Any:
     """Every setting on every workload, each setting in its own process, ``rounds`` times in
     rotation (so slow drift hits all settings alike). A table: one row per setting and workload,
     with median and quartiles in ms, or the error."""
@@ -146,22 +111,37 @@ def sweep(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: in
     for (label, workload), row in info.items():
         seconds = samples[(label, workload)]
         t = Timing(label, tuple(seconds)) if seconds else None
-        rows.append({
-            "setting": label, "workload": workload,
-            "median_ms": t.median * 1e3 if t else float("nan"),
-            "q1_ms": t.q1 * 1e3 if t else float("nan"), "q3_ms": t.q3 * 1e3 if t else float("nan"),
-            "repeats": len(seconds), "onednn": row.get("onednn"), "allocator": row.get("allocator"),
-            "openmp": row.get("openmp"),
-            "error": row.get("error", ""),
-        })
+        rows.append(
+            {
+                "setting": label,
+                "workload": workload,
+                "median_ms": t.median * 1e3 if t else float("nan"),
+                "q1_ms": t.q1 * 1e3 if t else float("nan"),
+                "q3_ms": t.q3 * 1e3 if t else float("nan"),
+                "repeats": len(seconds),
+                "onednn": row.get("onednn"),
+                "allocator": row.get("allocator"),
+                "openmp": row.get("openmp"),
+                "error": row.get("error", ""),
+            }
+        )
     table = pd.DataFrame(rows)
     table.attrs["samples"] = samples
     return table
 
 
-@checks.arguments(repeats=checks.repeats, rounds=checks.rounds, small=checks.flag, timeout=checks.timeout)
-def comparisons(settings: Mapping[str, Setting], workloads: Sequence[str], repeats: int = 5, rounds: int = 2,
-                small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> dict[str, Any]:
+@checks.arguments(
+    repeats=checks.repeats, rounds=checks.rounds, small=checks.flag, timeout=checks.timeout
+)
+def comparisons(
+    settings: Mapping[str, Setting],
+    workloads: Sequence[str],
+    repeats: int = 5,
+    rounds: int = 2,
+    small: bool = False,
+    timeout: float = 300.0,
+    on_progress: ProgressFn | None = None,
+) -> dict[str, Any]:
     """Several workloads under several settings, each setting's workloads in one process: per
     workload, ``timing.compare``'s table (first setting is the baseline), so ``widgets.show`` and
     ``timing.verdict`` work on it."""
@@ -169,69 +149,74 @@ def comparisons(settings: Mapping[str, Setting], workloads: Sequence[str], repea
     table = sweep(settings, workloads, repeats, rounds, small, timeout, on_progress)
     failed = table[table["error"] != ""]
     if len(failed):
-        raise RuntimeError("; ".join(f"{r.setting}, {r.workload}: {r.error}" for r in failed.itertuples()))
+        raise RuntimeError(
+            "; ".join(f"{r.setting}, {r.workload}: {r.error}" for r in failed.itertuples())
+        )
     samples, baseline = table.attrs["samples"], next(iter(settings))
-    return {w: timing.comparison_table({label: Timing(label, tuple(samples[(label, w)])) for label in settings}, baseline)
-            for w in dict.fromkeys(workloads)}
+    return {
+        w: timing.comparison_table(
+            {label: Timing(label, tuple(samples[(label, w)])) for label in settings}, baseline
+        )
+        for w in dict.fromkeys(workloads)
+    }
 
 
-def comparison(settings: Mapping[str, Setting], workload: str, repeats: int = 5, rounds: int = 2,
-               small: bool = False, timeout: float = 300.0, on_progress: ProgressFn | None = None) -> Any:
+def comparison(
+    settings: Mapping[str, Setting],
+    workload: str,
+    repeats: int = 5,
+    rounds: int = 2,
+    small: bool = False,
+    timeout: float = 300.0,
+    on_progress: ProgressFn | None = None,
+) -> Any:
     """One workload under several settings: ``comparisons`` for one workload."""
     return comparisons(settings, [workload], repeats, rounds, small, timeout, on_progress)[workload]
 
 
-@checks.arguments(max_threads=checks.optional(checks.threads), inter=checks.whole(0, 4096))
-def thread_settings(max_threads: int | None = None, inter: int = 1) -> dict[str, Setting]:
-    """``intra`` = 1, 2, ... up to ``max_threads`` (default: the CPUs this process may use), each with
-    ``inter`` inter-op threads."""
-    cores = whole_number("max_threads", env.usable_cores() if max_threads is None else max_threads)
-    return {f"intra {n}, inter {inter}": Setting(intra=n, inter=inter) for n in range(1, cores + 1)}
-
-
-SWEEPS = ("threads", "inter-op threads", "oneDNN", "OpenMP and KMP variables", "allocators")
-
-
-def sweep_settings(kind: str) -> dict[str, Setting]:
-    """The settings one named sweep compares (``SWEEPS``); allocators only where installed."""
-    cores = env.usable_cores()  # the CPUs this process may use: a pinned run has fewer than the machine
-    if kind == "threads":
-        return thread_settings(cores)
-    if kind == "inter-op threads":
-        return {f"intra {cores}, inter {n}": Setting(intra=cores, inter=n) for n in sorted({1, 2, cores})}
-    if kind == "oneDNN":
-        return {"oneDNN on": Setting(onednn=True), "oneDNN off": Setting(onednn=False)}
-    if kind == "OpenMP and KMP variables":
-        return {"no OMP/KMP variables": Setting(),
-                "OMP_NUM_THREADS=1": Setting(omp_threads=1),
-                f"OMP_NUM_THREADS={cores}, KMP_BLOCKTIME=0, KMP_AFFINITY=granularity=fine,compact,1,0":
-                    Setting(omp_threads=cores, extra_env={"KMP_BLOCKTIME": "0",
-                                                         "KMP_AFFINITY": "granularity=fine,compact,1,0"})}
-    if kind == "allocators":
-        return {"glibc malloc": Setting(), **{name: Setting(allocator=path) for name, path in find_allocators().items()}}
-    raise ValueError(f"kind must be one of {SWEEPS}, got {kind!r}")
-
-
 @checks.arguments(repeats=checks.repeats, rounds=checks.rounds, small=checks.flag)
-def run_sweep(kind: str = "threads", workload: str = "matmul", repeats: int = 5, rounds: int = 1,
-              small: bool = False, on_progress: ProgressFn | None = None) -> Any:
+def run_sweep(
+    kind: str = "threads",
+    workload: str = "matmul",
+    repeats: int = 5,
+    rounds: int = 1,
+    small: bool = False,
+    on_progress: ProgressFn | None = None,
+) -> Any:
     """A named sweep (``SWEEPS``) on one workload, or on all when ``workload`` is ``"all"``: the
     experiment behind notebook 10's widget."""
     workloads = list(lesson().WORKLOADS)[:3] if workload == "all" else [workload]
-    return sweep(sweep_settings(kind), workloads, repeats=repeats, rounds=rounds, small=small, on_progress=on_progress)
+    return sweep(
+        sweep_settings(kind),
+        workloads,
+        repeats=repeats,
+        rounds=rounds,
+        small=small,
+        on_progress=on_progress,
+    )
 
 
 def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
     """Exercise check: is ``choice`` the fastest setting for ``workload`` in a sweep ``table``, or
     within the run-to-run spread of it?"""
-    if not hasattr(table, "columns") or not {"setting", "workload", "median_ms"} <= set(table.columns):
+    if not hasattr(table, "columns") or not {"setting", "workload", "median_ms"} <= set(
+        table.columns
+    ):
         return not_yet("pass the table a sweep returned")
     if not isinstance(choice, str):
-        return not_yet(f"name the setting as text, one of the table's 'setting' column; got {type(choice).__name__}")
-    ran = table["error"] == "" if "error" in table.columns else True  # rows that failed have no time
+        return not_yet(
+            "name the setting as text, one of the table's 'setting' column; "
+            f"got {type(choice).__name__}"
+        )
+    ran = (
+        table["error"] == "" if "error" in table.columns else True
+    )  # rows that failed have no time
     part = table[(table["workload"] == workload) & ran & table["median_ms"].notna()]
     if part.empty:
-        return not_yet(f"the table has no result for workload {workload!r}; it has {sorted(set(table['workload']))}")
+        return not_yet(
+            f"the table has no result for workload {workload!r}; "
+            f"it has {sorted(set(table['workload']))}"
+        )
     if choice not in set(part["setting"]):
         return not_yet(f"{choice!r} is not one of the settings: {list(part['setting'])}")
     best = part.loc[part["median_ms"].idxmin()]
@@ -239,29 +224,58 @@ def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
     if mine.setting == best.setting:
         return correct(f"{choice} was the fastest on {workload} ({best.median_ms:.1f} ms)")
     if mine.q1_ms <= best.q3_ms:
-        return correct(f"{choice} overlaps the fastest ({best.setting}) within their spread: a tie on this machine")
-    return not_yet(f"{best.setting} ran faster ({best.median_ms:.1f} ms against {mine.median_ms:.1f} ms)")
+        return correct(
+            f"{choice} overlaps the fastest ({best.setting}) within their spread: "
+            "a tie on this machine"
+        )
+    return not_yet(
+        f"{best.setting} ran faster ({best.median_ms:.1f} ms against {mine.median_ms:.1f} ms)"
+    )
 
 
-def _threads_variants(workload: str = "matmul", small: bool = False, repeats: int = 5, rounds: int = 2) -> Any:
+def _threads_variants(
+    workload: str = "matmul", small: bool = False, repeats: int = 5, rounds: int = 2
+) -> Any:
     cores = env.usable_cores()
-    return comparison({"1 thread": Setting(intra=1, inter=1), "all cores": Setting(intra=cores, inter=cores)},
-                      workload, repeats, rounds, small)
+    return comparison(
+        {"1 thread": Setting(intra=1, inter=1), "all cores": Setting(intra=cores, inter=cores)},
+        workload,
+        repeats,
+        rounds,
+        small,
+    )
 
 
-def _onednn_variants(workload: str = "conv_step", small: bool = False, repeats: int = 5, rounds: int = 2) -> Any:
-    return comparison({"oneDNN off": Setting(onednn=False), "oneDNN on": Setting(onednn=True)},
-                      workload, repeats, rounds, small)
+def _onednn_variants(
+    workload: str = "conv_step", small: bool = False, repeats: int = 5, rounds: int = 2
+) -> Any:
+    return comparison(
+        {"oneDNN off": Setting(onednn=False), "oneDNN on": Setting(onednn=True)},
+        workload,
+        repeats,
+        rounds,
+        small,
+    )
 
 
 BENCHMARKS = [
-    Comparison(id="cpu.threads_1_vs_all", title="1024x1024 matmul, fresh processes: 1 thread vs every core",
-               measure=_threads_variants, baseline="1 thread", variant="all cores",
-               quick={"small": True, "repeats": 5, "rounds": 1}, full={"repeats": 10, "rounds": 3},
-               bound=lambda: float(env.usable_cores())),
-    Comparison(id="cpu.onednn_off_vs_on", title="small conv-net training step, fresh processes: oneDNN off vs on",
-               measure=_onednn_variants, baseline="oneDNN off", variant="oneDNN on",
-               quick={"small": True, "repeats": 5, "rounds": 1}, full={"repeats": 10, "rounds": 3}),
+    Comparison(
+        id="cpu.threads_1_vs_all",
+        title="1024x1024 matmul, fresh processes: 1 thread vs every core",
+        measure=_threads_variants,
+        baseline="1 thread",
+        variant="all cores",
+        quick={"small": True, "repeats": 5, "rounds": 1},
+        full={"repeats": 10, "rounds": 3},
+        bound=lambda: float(env.usable_cores()),
+    ),
+    Comparison(
+        id="cpu.onednn_off_vs_on",
+        title="small conv-net training step, fresh processes: oneDNN off vs on",
+        measure=_onednn_variants,
+        baseline="oneDNN off",
+        variant="oneDNN on",
+        quick={"small": True, "repeats": 5, "rounds": 1},
+        full={"repeats": 10, "rounds": 3},
+    ),
 ]
-
-

@@ -1,6 +1,7 @@
 """Plumbing for notebook 13 (distribute training): data, tables of where variables live, the
-timing variants, running the notebook's worker programs as local clusters, reading a resumed
-run's logs, figures, and the exercise checks.
+timing variants, writing the notebook's worker programs, figures, the exercise checks and the
+bench's comparison. Running the programs as local clusters and reading a resumed run's logs are
+in ``helpers.topics.distribute_cluster``; the names the notebook calls are imported back here.
 
 The lesson code (the custom loop, ``make_strategy``, the worker programs ``MWMS_WORKER`` and
 ``PS_PROGRAM``) is in the notebook's ``#| export`` cells, generated into
@@ -18,17 +19,26 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, deadline, lessons, reaper
+from helpers import checks, lessons
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
+# The names imported "as" themselves are re-exported: notebook 13 calls them as distribute.<name>.
+from helpers.topics.distribute_cluster import cluster_experiment as cluster_experiment
+from helpers.topics.distribute_cluster import descendants_running as descendants_running
+from helpers.topics.distribute_cluster import final_rows as final_rows
+from helpers.topics.distribute_cluster import resume_table as resume_table
+from helpers.topics.distribute_cluster import resumed_at_checkpoint as resumed_at_checkpoint
+from helpers.topics.distribute_cluster import run_cluster as run_cluster
+from helpers.topics.distribute_cluster import wait_for_step as wait_for_step
+from helpers.topics.distribute_cluster import workers_agree as workers_agree
+
 FEATURES = 8
 STRATEGIES = ("no strategy", "MirroredStrategy", "CentralStorageStrategy")
-#: The notebook's programs by mode (``keras-fit`` is ``MWMS_WORKER --keras-fit``), and each mode's cluster.
+#: The notebook's programs by mode (``keras-fit`` is ``MWMS_WORKER --keras-fit``); each mode's
+#: cluster is ``distribute_cluster.ROLES``.
 PROGRAMS = {"mwms": "MWMS_WORKER", "ps": "PS_PROGRAM"}
-ROLES = {"mwms": {"worker": 2}, "keras-fit": {"worker": 2}, "ps": {"chief": 1, "ps": 1, "worker": 2}}
-REPO = Path(__file__).resolve().parents[2]
 
 
 def lesson() -> Any:
@@ -64,8 +74,14 @@ def variable_devices(strategy: Any, variables: Mapping[str, Any]) -> Any:
     rows = []
     for name, variable in variables.items():
         for i, copy in enumerate(strategy.experimental_local_results(variable)):
-            rows.append({"variable": name, "copy": i, "device": copy.device.split("/task:0")[-1] or copy.device,
-                         "type": type(variable).__name__})
+            rows.append(
+                {
+                    "variable": name,
+                    "copy": i,
+                    "device": copy.device.split("/task:0")[-1] or copy.device,
+                    "type": type(variable).__name__,
+                }
+            )
     return pd.DataFrame(rows).set_index(["variable", "copy"])
 
 
@@ -83,12 +99,15 @@ def strategy_variants(devices: Sequence[str], steps: int = 10, batch: int = 256)
     for name in STRATEGIES:
         strategy = code.make_strategy(name, list(devices))
         step = code.make_train_step(strategy, code.make_variables(strategy), batch)
-        dataset = strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch))
+        dataset = strategy.experimental_distribute_dataset(
+            tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
+        )
         variants[name] = lambda step=step, dataset=dataset: [float(step(b)) for b in dataset]
     return variants
 
 
-# --- the notebook's programs as local clusters ------------------------------------------------
+# --- the notebook's programs ------------------------------------------------------------------
+
 
 def write_program(mode: str, folder: str | Path) -> Path:
     """Write the notebook's program for ``mode`` (one of ``PROGRAMS``) into ``folder``."""
@@ -98,99 +117,6 @@ def write_program(mode: str, folder: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(getattr(lesson(), PROGRAMS[mode]))
     return path
-
-
-def final_rows(results: Mapping[str, Any]) -> Any:
-    """The last row each task emitted, one per reporting task, as a table indexed by task."""
-    import pandas as pd
-
-    rows = [result.rows[-1] for result in results.values() if result.rows]
-    if not rows:
-        raise RuntimeError("no task reported a result; read the logs in the cluster's log folder")
-    return pd.DataFrame(rows).set_index("task").sort_index()
-
-
-@checks.arguments(timeout=checks.timeout)
-def run_cluster(roles: Mapping[str, int], command: Sequence[str], *, logdir: str | Path, timeout: float = 300.0,
-                wait_for: Sequence[str] = ("worker",)) -> Any:
-    """Run ``command`` as a local cluster (``helpers.cluster``) and return the last row each
-    task emitted: the workers' for a mirrored job, the chief's for a parameter-server job."""
-    from helpers import cluster
-
-    results = cluster.run(roles, command, logdir=logdir, timeout=timeout, wait_for=wait_for,
-                          env={"PYTHONPATH": str(REPO)})
-    return final_rows(results)
-
-
-def workers_agree(table: Any) -> bool:
-    """True when two or more workers ended with the same weights (same digest)."""
-    return len(table) >= 2 and table["weights_sha"].nunique() == 1
-
-
-@checks.arguments(step=checks.whole(0), timeout=checks.timeout)
-def wait_for_step(running: Any, task: str, step: int, timeout: float = 120.0) -> int:
-    """Read ``task``'s log of a started ``cluster.Cluster`` until it reports ``step`` or later;
-    return the step it reported. A task that exits first, or ``timeout``, raises."""
-    def reached() -> int | None:
-        steps = [row["step"] for row in running.results()[task].rows if row.get("event") == "step"]
-        if steps and steps[-1] >= step:
-            return steps[-1]
-        if running.processes[task].poll() is not None:
-            raise RuntimeError(f"{task} exited (code {running.processes[task].returncode}) before step {step}")
-        return None
-    return deadline.until(reached, timeout, f"{task} to report step {step}", interval=0.05)
-
-
-def resume_table(first: Mapping[str, Any], second: Mapping[str, Any]) -> Any:
-    """A killed run and its restart, from their tasks' rows: the step each run restored, the
-    first and last step it trained (across its workers), and the checkpoint it restored."""
-    import pandas as pd
-
-    rows = {}
-    for name, results in (("run 1", first), ("run 2", second)):
-        events = [row for result in results.values() for row in result.rows]
-        starts = [row for row in events if row.get("event") == "start"]
-        steps = [row["step"] for row in events if row.get("event") == "step"]
-        if not starts or not steps:
-            raise ValueError(f"{name} reported no start or no step; read its logs")
-        rows[name] = {"restored": starts[0]["restored"], "restored step": starts[0]["step"],
-                      "first step": min(steps), "last step": max(steps),
-                      "finished": any(row.get("event") == "done" for row in events)}
-    return pd.DataFrame(rows).T
-
-
-def resumed_at_checkpoint(table: Any) -> bool:
-    """True when run 2 restored the newest checkpoint run 1 can have written (a multiple of
-    the interval, at or below run 1's last step) and run 1 restored nothing."""
-    restored = int(table.loc["run 2", "restored step"])
-    return (table.loc["run 1", "restored"] == "nothing" and table.loc["run 2", "restored"] == f"ckpt-{restored}"
-            and 0 < restored <= int(table.loc["run 1", "last step"]))
-
-
-def descendants_running(before: set[int]) -> set[int]:
-    """PIDs of this process's descendants still running that were not in ``before``."""
-    return reaper.descendants(live_only=True) - before
-
-
-def cluster_experiment(mode: str = "mwms", workers: int = 2, steps: int = 20, *, programs: Mapping[str, Any],
-                       on_progress: Any = None) -> Any:
-    """Run ``mode``'s program (``programs["mwms"]`` or ``programs["ps"]``, files) as a local
-    cluster in a temporary folder: the experiment behind notebook 13's widget."""
-    if mode not in ROLES:
-        raise ValueError(f"mode must be one of {list(ROLES)}, got {mode!r}")
-    whole_number("workers", workers)
-    whole_number("steps", steps)
-    if on_progress is not None:
-        on_progress(0, 1)
-    args = [sys.executable, str(programs["ps" if mode == "ps" else "mwms"]), "--steps", str(steps)]
-    with tempfile.TemporaryDirectory() as work:
-        if mode != "ps":
-            args += ["--checkpoints", f"{work}/checkpoints"] + (["--keras-fit"] if mode == "keras-fit" else [])
-        table = run_cluster({**ROLES[mode], "worker": workers}, args, logdir=f"{work}/logs",
-                            wait_for=("chief",) if mode == "ps" else ("worker",))
-    if on_progress is not None:
-        on_progress(1, 1)
-    return table
 
 
 def weights_figure(table: Any, title: str = "") -> Any:
@@ -213,26 +139,41 @@ def weights_figure(table: Any, title: str = "") -> Any:
 
 
 def cluster_summary(table: Any) -> str:
-    """One line: agreement of MWMS workers, Keras' error, or where the PS chief's variables live."""
+    """One line: agreement of MWMS workers, Keras' error, or where the PS chief's variables
+    live."""
     if "error" in table.columns:
         errors = [e for e in table["error"] if e]
-        return f"{len(errors)} of {len(table)} tasks failed: {errors[0][:100]}" if errors else "Keras fit ran"
+        return (
+            f"{len(errors)} of {len(table)} tasks failed: {errors[0][:100]}"
+            if errors
+            else "Keras fit ran"
+        )
     if "weights_sha" in table.columns:
-        return f"{len(table)} workers, weights identical: {workers_agree(table)}, final loss {table['last_loss'].iloc[0]:.4f}"
+        return (
+            f"{len(table)} workers, weights identical: {workers_agree(table)}, "
+            f"final loss {table['last_loss'].iloc[0]:.4f}"
+        )
     row = table.iloc[0]
-    return (f"{row['steps']} steps scheduled by the chief, variables on {row['w_device']}, loss on all the data "
-            f"{row['loss_at_start']:.3f} -> {row['loss_at_end']:.4f}")
+    return (
+        f"{row['steps']} steps scheduled by the chief, variables on {row['w_device']}, "
+        f"loss on all the data {row['loss_at_start']:.3f} -> {row['loss_at_end']:.4f}"
+    )
 
 
 def check_mirrored(strategy: Any) -> Feedback:
-    """Exercise check: a two-device ``MirroredStrategy`` that all-reduces with ``HierarchicalCopyAllReduce``."""
+    """Exercise check: a two-device ``MirroredStrategy`` that all-reduces with
+    ``HierarchicalCopyAllReduce``."""
     import tensorflow as tf
 
     if not isinstance(strategy, tf.distribute.MirroredStrategy):
         return not_yet(f"make a tf.distribute.MirroredStrategy, got {type(strategy).__name__}")
     if strategy.num_replicas_in_sync != 2:
-        return not_yet(f"it has {strategy.num_replicas_in_sync} replicas; give it the two logical CPUs")
-    if (ops := type(strategy.extended._cross_device_ops).__name__) != "HierarchicalCopyAllReduce":  # no public accessor
+        return not_yet(
+            f"it has {strategy.num_replicas_in_sync} replicas; give it the two logical CPUs"
+        )
+    if (
+        ops := type(strategy.extended._cross_device_ops).__name__
+    ) != "HierarchicalCopyAllReduce":  # no public accessor
         return not_yet(f"its cross-device ops are {ops}, not HierarchicalCopyAllReduce")
     try:
         _, variables = lesson().train(strategy, *make_data(3 * 16), global_batch=16)
@@ -252,9 +193,12 @@ def check_tf_config(text: Any) -> Feedback:
         return not_yet(f"TF_CONFIG must be a JSON string: {exc}")
     want = ["host-a:2222", "host-b:2222", "host-c:2222"]
     if not isinstance(config, dict) or config.get("cluster") != {"worker": want}:
-        return not_yet(f"its cluster should be {{'worker': {want}}}, got {config.get('cluster') if isinstance(config, dict) else config!r}")
+        got = config.get("cluster") if isinstance(config, dict) else config
+        return not_yet(f"its cluster should be {{'worker': {want}}}, got {got!r}")
     if config.get("task") != {"type": "worker", "index": 2}:
-        return not_yet(f"its task should be worker 2 (index 2, counted from 0), got {config.get('task')}")
+        return not_yet(
+            f"its task should be worker 2 (index 2, counted from 0), got {config.get('task')}"
+        )
     return correct("the third host's TF_CONFIG; the other two differ only in their index")
 
 
@@ -271,22 +215,46 @@ def _workers_agree_table(steps: int = 20, rounds: int = 3) -> Any:
         for round_ in range(rounds):
             for workers in (1, 2) if round_ % 2 == 0 else (2, 1):
                 started = time.perf_counter()
-                table = run_cluster({"worker": workers}, [sys.executable, str(program), "--steps", str(steps),
-                                                          "--checkpoints", f"{work}/ckpt-{workers}-{round_}"],
-                                    logdir=f"{work}/logs-{workers}-{round_}")
+                table = run_cluster(
+                    {"worker": workers},
+                    [
+                        sys.executable,
+                        str(program),
+                        "--steps",
+                        str(steps),
+                        "--checkpoints",
+                        f"{work}/ckpt-{workers}-{round_}",
+                    ],
+                    logdir=f"{work}/logs-{workers}-{round_}",
+                )
                 seconds[workers].append(time.perf_counter() - started)
                 if workers == 2:
                     agreed.append(workers_agree(table))
-    result = timing.comparison_table({"1 worker": timing.Timing("1 worker", tuple(seconds[1])),
-                                      "2 workers": timing.Timing("2 workers", tuple(seconds[2]))}, "1 worker")
-    result.attrs["note"] = (f"{rounds} rotated rounds, process start to exit; the 2 workers ended with the same "
-                            f"weights in {sum(agreed)} of {len(agreed)} runs")
+    result = timing.comparison_table(
+        {
+            "1 worker": timing.Timing("1 worker", tuple(seconds[1])),
+            "2 workers": timing.Timing("2 workers", tuple(seconds[2])),
+        },
+        "1 worker",
+    )
+    result.attrs["note"] = (
+        f"{rounds} rotated rounds, process start to exit; the 2 workers ended with the same "
+        f"weights in {sum(agreed)} of {len(agreed)} runs"
+    )
     return result
 
 
 BENCHMARKS = [
-    Comparison(id="distribute.workers_agree",
-               title="MultiWorkerMirroredStrategy job on 127.0.0.1, processes started to exited: 1 vs 2 workers",
-               measure=_workers_agree_table, baseline="1 worker", variant="2 workers",
-               quick={"steps": 5, "rounds": 3}, full={"steps": 20, "rounds": 3}),
+    Comparison(
+        id="distribute.workers_agree",
+        title=(
+            "MultiWorkerMirroredStrategy job on 127.0.0.1, processes started to exited: "
+            "1 vs 2 workers"
+        ),
+        measure=_workers_agree_table,
+        baseline="1 worker",
+        variant="2 workers",
+        quick={"steps": 5, "rounds": 3},
+        full={"steps": 20, "rounds": 3},
+    ),
 ]

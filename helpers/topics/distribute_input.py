@@ -32,7 +32,9 @@ def worker_rows(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                     rows[task] = row
                     break
         if task not in rows:
-            raise RuntimeError(f"{task} printed no result line; read its log:\n{result.log[-2000:]}")
+            raise RuntimeError(
+                f"{task} printed no result line; read its log:\n{result.log[-2000:]}"
+            )
     return rows
 
 
@@ -65,10 +67,12 @@ def records_table(results: Mapping[str, Any], per_file: int = 8, files: int = 4)
         for numbers in got.values():
             for n in numbers:
                 seen[n] = seen.get(n, 0) + 1
-        table[way] = {**{f"{t} got": ranges(got[t]) for t in tasks},
-                      "files per worker": _span(len({n // per_file for n in got[t]}) for t in tasks),
-                      "received more than once": sum(1 for c in seen.values() if c > 1),
-                      "received by no worker": len(every - set(seen))}
+        table[way] = {
+            **{f"{t} got": ranges(got[t]) for t in tasks},
+            "files per worker": _span(len({n // per_file for n in got[t]}) for t in tasks),
+            "received more than once": sum(1 for c in seen.values() if c > 1),
+            "received by no worker": len(every - set(seen)),
+        }
     result = pd.DataFrame(table).T
     result.attrs.update(files=files, records=len(every))
     return result
@@ -86,7 +90,16 @@ def sharding_summary(table: Any) -> dict[str, str]:
     lines = {}
     for way, row in table.iterrows():
         twice, none = row["received more than once"], row["received by no worker"]
-        split = ("each record received once" if twice == 0 and none == 0 else
-                 f"{twice} of {table.attrs['records']} records received more than once, {none} by no worker")
-        lines[way] = f"each worker got records from {row['files per worker']} of the {table.attrs['files']} files; {split}"
+        split = (
+            "each record received once"
+            if twice == 0 and none == 0
+            else (
+                f"{twice} of {table.attrs['records']} records received more than once, "
+                f"{none} by no worker"
+            )
+        )
+        lines[way] = (
+            f"each worker got records from {row['files per worker']} of the "
+            f"{table.attrs['files']} files; {split}"
+        )
     return lines

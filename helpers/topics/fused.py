@@ -3,153 +3,59 @@ built from the notebook's exported lesson code (``helpers.lessons.fuse_ops_and_p
 
 Each ``*_variants`` function returns same-result callables for ``timing.compare``; each
 ``*_difference`` function says how far apart their results are, so a speed claim always comes
-with its correctness check.
+with its correctness check. The batch-norm variants, their grid and its readings are in
+``helpers.topics.fused_batchnorm`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from helpers import checks, lessons
+from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
-FORMATS = ("NHWC", "NCHW")
+# fused_batchnorm holds lesson (its variants build the lesson code), so that it imports nothing
+# from here; xla_variants and decode_crop_variants look lesson up in this module. The names
+# imported "as" themselves are re-exported: notebook 08 calls them as fused.<name>.
+from helpers.topics.fused_batchnorm import FORMATS as FORMATS
+from helpers.topics.fused_batchnorm import batchnorm_grid as batchnorm_grid
+from helpers.topics.fused_batchnorm import batchnorm_variants, lesson
+from helpers.topics.fused_batchnorm import grid_summary as grid_summary
+from helpers.topics.fused_batchnorm import keras_batchnorm_variants as keras_batchnorm_variants
+
 CHAINS = ("multiply_add", "transcendental")
 
 
-def _check_shape(shape: Sequence[int]) -> tuple[int, int, int, int]:
-    if len(shape) != 4 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape):
-        raise ValueError(f"shape must be four whole numbers >= 1 (N, H, W, C), got {shape!r}")
-    return tuple(shape)  # type: ignore[return-value]
-
-
-def lesson() -> Any:
-    """Notebook 08's exported lesson code (imported on use: it imports TensorFlow)."""
-    return lessons.of("08_fuse_ops_and_pick_layouts")
-
-
-@checks.arguments(backward=checks.flag)
-def batchnorm_variants(
-    shape: Sequence[int] = (32, 56, 56, 64), data_format: str = "NHWC", backward: bool = True
-) -> dict[str, Callable[[], Any]]:
-    """Notebook 08's ``unfused_norm`` and ``fused_norm`` over an ``shape`` (NHWC) batch, each a
-    ``tf.function``; with ``backward`` each call runs the notebook's ``train_step`` (gradients too)."""
-    import tensorflow as tf
-
-    n, h, w, c = _check_shape(shape)
-    if data_format not in FORMATS:
-        raise ValueError(f"data_format must be one of {FORMATS}, got {data_format!r}")
-    code = lesson()
-    x = tf.random.stateless_normal([n, h, w, c], seed=(1, 2))
-    if data_format == "NCHW":
-        x = tf.transpose(x, [0, 3, 1, 2])
-    scale, offset = tf.Variable(tf.ones([c])), tf.Variable(tf.zeros([c]))
-    weights = tf.random.stateless_normal(x.shape, seed=(7, 8))
-
-    def step(norm: Callable[..., Any]) -> Callable[[], Any]:
-        def call(t: Any) -> Any:
-            return norm(t, scale, offset, data_format)
-
-        def run() -> Any:
-            return code.train_step(call, x, weights, [scale, offset]) if backward else call(x)
-        return run
-
-    return {"unfused": tf.function(step(code.unfused_norm)), "fused": tf.function(step(code.fused_norm))}
-
-
-def batchnorm_difference(shape: Sequence[int] = (8, 28, 28, 16), data_format: str = "NHWC") -> float:
-    """Largest absolute difference between the fused and unfused forward outputs."""
-    import tensorflow as tf
-
-    variants = batchnorm_variants(shape, data_format, backward=False)
-    return float(tf.reduce_max(tf.abs(variants["fused"]() - variants["unfused"]())))
-
-
-@checks.arguments(repeats=checks.repeats)
-def batchnorm_grid(shape: Sequence[int] = (32, 56, 56, 64), repeats: int = 5, on_progress: Any = None) -> Any:
-    """Fused against unfused batch norm for NHWC and NCHW, forward and forward + backward: one
-    row each with both medians (ms) and the fused kernel's speed-up with its quartile ratios (baseline q1/variant q3 to q3/q1)."""
-    import pandas as pd
-
-    from helpers import timing
-
-    rows, tables = [], {}
-    cases = [(f, b) for f in FORMATS for b in (False, True)]
-    for i, (data_format, backward) in enumerate(cases):
-        table = timing.compare(batchnorm_variants(shape, data_format, backward), baseline="unfused", repeats=repeats)
-        tables[f"{data_format} {'forward + backward' if backward else 'forward'}"] = table
-        fused_row = table.loc["fused"]
-        rows.append({"format": data_format, "pass": "forward + backward" if backward else "forward",
-                     "unfused ms": round(table.loc["unfused", "median_s"] * 1e3, 2),
-                     "fused ms": round(fused_row["median_s"] * 1e3, 2),
-                     "speed-up": f"{fused_row['speedup']:.2f}x [{fused_row['speedup_low']:.2f}-{fused_row['speedup_high']:.2f}]"})
-        if on_progress is not None:
-            on_progress(i + 1, len(cases))
-    grid = pd.DataFrame(rows).set_index(["format", "pass"])
-    grid.attrs["tables"] = tables  # each row's comparison, for grid_summary
-    return grid
-
-
-def grid_summary(grid: Any) -> str:
-    """A computed line per row of ``batchnorm_grid``: the fused kernel against the separate ops,
-    with its spread; in NHWC read against the expectation that fusing wins (one kernel reads and
-    writes the activations once per pass, the separate ops once each)."""
-    from helpers import verdicts
-
-    why = "one kernel passes over the activations once, the separate ops once each"
-    return "\n".join(f"{case}: " + verdicts.verdict(table, "fused", "unfused", *(("faster", why) if case.startswith("NHWC") else ()))
-                     for case, table in grid.attrs["tables"].items())
-
-
-@checks.arguments(backward=checks.flag)
-def keras_batchnorm_variants(shape: Sequence[int] = (32, 56, 56, 64), backward: bool = True) -> dict[str, Callable[[], Any]]:
-    """A Keras ``BatchNormalization`` layer in training mode as a plain ``tf.function`` and
-    compiled by XLA, beside notebook 08's ``fused_norm`` on the layer's own gamma and beta; with
-    ``backward`` each runs the notebook's ``train_step``."""
-    import keras
-    import tensorflow as tf
-
-    n, h, w, c = _check_shape(shape)
-    code = lesson()
-    x = tf.random.stateless_normal([n, h, w, c], seed=(1, 2))
-    weights = tf.random.stateless_normal([n, h, w, c], seed=(7, 8))
-    layer = keras.layers.BatchNormalization(epsilon=1e-3)
-    layer.build((None, h, w, c))
-    variables = [layer.gamma, layer.beta]
-
-    def step(norm: Callable[[Any], Any]) -> Callable[[], Any]:
-        def run() -> Any:
-            return code.train_step(norm, x, weights, variables) if backward else norm(x)
-        return run
-
-    def keras_norm(t: Any) -> Any:
-        return layer(t, training=True)
-
-    def fused_norm(t: Any) -> Any:
-        return code.fused_norm(t, layer.gamma, layer.beta)
-
-    keras_call, fused_call = step(keras_norm), step(fused_norm)
-    return {"Keras layer": tf.function(keras_call), "Keras layer + XLA": tf.function(keras_call, jit_compile=True),
-            "fused_batch_norm": tf.function(fused_call)}
-
-
 @checks.arguments(small=checks.flag, repeats=checks.repeats, rounds=checks.rounds)
-def data_format_table(small: bool = False, repeats: int = 5, rounds: int = 1, on_progress: Any = None) -> Any:
+def data_format_table(
+    small: bool = False, repeats: int = 5, rounds: int = 1, on_progress: Any = None
+) -> Any:
     """A 3x3 ``conv2d`` in NHWC and in NCHW, each in fresh processes with oneDNN on and off
     (``TF_ENABLE_ONEDNN_OPTS``): medians in ms, or the error where a format cannot run."""
     from helpers.topics import cputune
 
-    settings = {"oneDNN on": cputune.Setting(onednn=True), "oneDNN off": cputune.Setting(onednn=False)}
-    return cputune.sweep(settings, ["conv2d_NHWC", "conv2d_NCHW"], repeats=repeats, rounds=rounds,
-                         small=small, on_progress=on_progress)
+    settings = {
+        "oneDNN on": cputune.Setting(onednn=True),
+        "oneDNN off": cputune.Setting(onednn=False),
+    }
+    return cputune.sweep(
+        settings,
+        ["conv2d_NHWC", "conv2d_NCHW"],
+        repeats=repeats,
+        rounds=rounds,
+        small=small,
+        on_progress=on_progress,
+    )
 
 
 @checks.arguments(n_ops=checks.whole(1, 10_000), size=checks.whole(1, 10**9))
-def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000_000) -> dict[str, Callable[[], Any]]:
+def xla_variants(
+    chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000_000
+) -> dict[str, Callable[[], Any]]:
     """Notebook 08's ``multiply_add_chain`` or ``transcendental_chain`` of ``n_ops`` steps as a
     plain ``tf.function`` and compiled by XLA (``jit_compile=True``)."""
     import tensorflow as tf
@@ -158,7 +64,9 @@ def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000
         raise ValueError(f"chain must be one of {CHAINS}, got {chain!r}")
     for name, value in (("n_ops", n_ops), ("size", size)):
         whole_number(name, value)
-    checks.fits_memory(f"xla_variants(size={size:,})", 4 * size * 4)  # the input, the output and two temporaries
+    checks.fits_memory(
+        f"xla_variants(size={size:,})", 4 * size * 4
+    )  # the input, the output and two temporaries
     body = getattr(lesson(), f"{chain}_chain")
     x = tf.random.stateless_uniform([size], seed=(5, 6))
     graph = tf.function(functools.partial(body, n_ops=n_ops))
@@ -166,9 +74,14 @@ def xla_variants(chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000
     return {"graph": lambda: graph(x), "XLA": lambda: compiled(x)}
 
 
-@checks.arguments(height=checks.whole(1, 8192, "pixels"), width=checks.whole(1, 8192, "pixels"),
-                  crop=checks.whole(1, 8192, "pixels"))
-def decode_crop_variants(height: int = 480, width: int = 640, crop: int = 224) -> dict[str, Callable[[], Any]]:
+@checks.arguments(
+    height=checks.whole(1, 8192, "pixels"),
+    width=checks.whole(1, 8192, "pixels"),
+    crop=checks.whole(1, 8192, "pixels"),
+)
+def decode_crop_variants(
+    height: int = 480, width: int = 640, crop: int = 224
+) -> dict[str, Callable[[], Any]]:
     """A generated ``height`` x ``width`` JPEG, center-cropped to ``crop`` x ``crop`` by notebook
     08's ``decode_then_crop`` and ``decode_window`` (``tf.io.decode_and_crop_jpeg``)."""
     import tensorflow as tf
@@ -180,17 +93,27 @@ def decode_crop_variants(height: int = 480, width: int = 640, crop: int = 224) -
     # int32 random values, the uint8 image, the JPEG, a decoded copy and libjpeg's buffers
     checks.fits_memory(f"decode_crop_variants({height} x {width})", height * width * 3 * 8)
     code = lesson()
-    pixels = tf.cast(tf.random.stateless_uniform([height, width, 3], seed=(3, 4), maxval=256, dtype=tf.int32), tf.uint8)
+    pixels = tf.cast(
+        tf.random.stateless_uniform([height, width, 3], seed=(3, 4), maxval=256, dtype=tf.int32),
+        tf.uint8,
+    )
     jpeg = tf.io.encode_jpeg(pixels)
     box = ((height - crop) // 2, (width - crop) // 2, crop, crop)
     whole, window = tf.function(code.decode_then_crop), tf.function(code.decode_window)
-    return {"decode then crop": lambda: whole(jpeg, *box), "decode_and_crop_jpeg": lambda: window(jpeg, *box)}
+    return {
+        "decode then crop": lambda: whole(jpeg, *box),
+        "decode_and_crop_jpeg": lambda: window(jpeg, *box),
+    }
 
 
-@checks.arguments(height=checks.whole(1, 8192, "pixels"), width=checks.whole(1, 8192, "pixels"),
-                  crop=checks.whole(1, 8192, "pixels"))
+@checks.arguments(
+    height=checks.whole(1, 8192, "pixels"),
+    width=checks.whole(1, 8192, "pixels"),
+    crop=checks.whole(1, 8192, "pixels"),
+)
 def crop_difference(height: int = 480, width: int = 640, crop: int = 224) -> tuple[float, int]:
-    """The fraction of pixel values that differ between the two crops, and the largest difference."""
+    """The fraction of pixel values that differ between the two crops, and the largest
+    difference."""
     import tensorflow as tf
 
     variants = decode_crop_variants(height, width, crop)
@@ -219,8 +142,10 @@ def check_fused_batchnorm(fn: Any) -> Feedback:
     try:
         got = fn(x)
         if isinstance(got, tuple | list):
-            return not_yet(f"it returned {len(got)} items; fused_batch_norm returns (y, mean, variance): "
-                           "return only y")
+            return not_yet(
+                f"it returned {len(got)} items; fused_batch_norm returns (y, mean, variance): "
+                "return only y"
+            )
         got = tf.convert_to_tensor(got)
         ops = _op_types(fn, tf.TensorSpec(x.shape, tf.float32))
     except Exception as exc:  # the learner's code: report, don't crash the notebook
@@ -244,7 +169,9 @@ def check_window_decode(fn: Any) -> Feedback:
 
     if not callable(fn):
         return not_yet(f"pass your function itself, got {fn!r}")
-    pixels = tf.cast(tf.random.stateless_uniform([96, 128, 3], seed=(1, 1), maxval=256, dtype=tf.int32), tf.uint8)
+    pixels = tf.cast(
+        tf.random.stateless_uniform([96, 128, 3], seed=(1, 1), maxval=256, dtype=tf.int32), tf.uint8
+    )
     jpeg = tf.io.encode_jpeg(pixels)
     box = (8, 16, 48, 64)
     try:
@@ -259,18 +186,42 @@ def check_window_decode(fn: Any) -> Feedback:
         return not_yet(f"the graph has no DecodeAndCropJpeg op, only {sorted(ops)}")
     mean_diff = float(tf.reduce_mean(tf.abs(tf.cast(got, tf.float32) - tf.cast(want, tf.float32))))
     if mean_diff > 2.0:
-        return not_yet(f"the pixels differ from decode-then-crop by {mean_diff:.1f} on average: is the box right?")
+        return not_yet(
+            f"the pixels differ from decode-then-crop by {mean_diff:.1f} on average: "
+            "is the box right?"
+        )
     return correct(f"only the window is decoded; mean difference {mean_diff:.2f} of 255")
 
 
 BENCHMARKS = [
-    Comparison(id="fused.batchnorm_fwd_bwd", title="batch norm forward + backward, [32,56,56,64] NHWC: unfused ops vs fused kernel",
-               make_variants=batchnorm_variants, baseline="unfused", variant="fused",
-               quick={"shape": (8, 28, 28, 32)}, full={"shape": (32, 56, 56, 64)}, repeats=7),
-    Comparison(id="fused.decode_and_crop", title="224x224 crop of a 640x480 JPEG: decode then crop vs decode_and_crop_jpeg",
-               make_variants=decode_crop_variants, baseline="decode then crop", variant="decode_and_crop_jpeg",
-               quick={}, full={}, repeats=7),
-    Comparison(id="fused.xla_elementwise", title="20 multiply-adds on 1M floats: tf.function vs XLA (jit_compile=True)",
-               make_variants=xla_variants, baseline="graph", variant="XLA",
-               quick={"size": 100_000}, full={"size": 1_000_000}, repeats=7),
+    Comparison(
+        id="fused.batchnorm_fwd_bwd",
+        title="batch norm forward + backward, [32,56,56,64] NHWC: unfused ops vs fused kernel",
+        make_variants=batchnorm_variants,
+        baseline="unfused",
+        variant="fused",
+        quick={"shape": (8, 28, 28, 32)},
+        full={"shape": (32, 56, 56, 64)},
+        repeats=7,
+    ),
+    Comparison(
+        id="fused.decode_and_crop",
+        title="224x224 crop of a 640x480 JPEG: decode then crop vs decode_and_crop_jpeg",
+        make_variants=decode_crop_variants,
+        baseline="decode then crop",
+        variant="decode_and_crop_jpeg",
+        quick={},
+        full={},
+        repeats=7,
+    ),
+    Comparison(
+        id="fused.xla_elementwise",
+        title="20 multiply-adds on 1M floats: tf.function vs XLA (jit_compile=True)",
+        make_variants=xla_variants,
+        baseline="graph",
+        variant="XLA",
+        quick={"size": 100_000},
+        full={"size": 1_000_000},
+        repeats=7,
+    ),
 ]

@@ -40,24 +40,35 @@ def op_types(graph: Any, start: int = 0) -> Any:
 
     types = pd.Series([op.type for op in graph.get_operations()[start:]], dtype="object")
     counts = types.value_counts()
-    return counts.rename_axis("type").reset_index(name="count").sort_values(
-        ["count", "type"], ascending=[False, True], ignore_index=True
+    return (
+        counts.rename_axis("type")
+        .reset_index(name="count")
+        .sort_values(["count", "type"], ascending=[False, True], ignore_index=True)
     )
 
 
 def check_affine_graph(graph: Any) -> Feedback:
-    """Exercise (01): ``graph`` holds ``z = x @ w + b`` with a placeholder, a variable and a constant."""
+    """Exercise (01): ``graph`` holds ``z = x @ w + b`` with a placeholder, a variable and a
+    constant."""
     import tensorflow as tf
 
     if not isinstance(graph, tf.Graph):
         return not_yet(f"g_ex must be a tf.Graph, got {type(graph).__name__}.")
     types = {op.type for op in graph.get_operations()}
-    wanted = {"a placeholder x": {"Placeholder"}, "a variable w": {"VarHandleOp", "VariableV2"},
-              "a matmul": {"MatMul", "BatchMatMulV2", "Einsum"}, "an add": {"AddV2", "Add", "BiasAdd"}}
+    wanted = {
+        "a placeholder x": {"Placeholder"},
+        "a variable w": {"VarHandleOp", "VariableV2"},
+        "a matmul": {"MatMul", "BatchMatMulV2", "Einsum"},
+        "an add": {"AddV2", "Add", "BiasAdd"},
+    }
     missing = [text for text, kinds in wanted.items() if not types & kinds]
     if missing:
-        return not_yet(f"the graph is missing {' and '.join(missing)}. Its op types: {sorted(types)}.")
-    return correct(f"{len(graph.get_operations())} ops; the graph only describes z until a Session runs it.")
+        return not_yet(
+            f"the graph is missing {' and '.join(missing)}. Its op types: {sorted(types)}."
+        )
+    return correct(
+        f"{len(graph.get_operations())} ops; the graph only describes z until a Session runs it."
+    )
 
 
 def check_training_step(step: Any, w: Any) -> Feedback:
@@ -79,7 +90,10 @@ def check_training_step(step: Any, w: Any) -> Feedback:
         w.assign(given)
     if not all(b < a for a, b in zip(losses, losses[1:], strict=False)):
         return not_yet(f"the loss did not fall at every step: {[round(x, 3) for x in losses]}.")
-    return correct(f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}, starting from w = 0; w reached {reached}.")
+    return correct(
+        f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}, starting from w = 0; "
+        f"w reached {reached}."
+    )
 
 
 BENCHMARKS = [
@@ -97,7 +111,17 @@ BENCHMARKS = [
 
 # One HLO instruction: "%name = f32[100000]{0} multiply(%a, %b), ..." (optionally after "ROOT").
 _HLO_OP = re.compile(r"^\s*(?:ROOT\s+)?%\S+\s*=\s*\S+\s+([a-z][\w-]*)\(")
-_ELEMENTWISE = ("add", "multiply", "subtract", "divide", "sine", "cosine", "tanh", "exponential", "maximum")
+_ELEMENTWISE = (
+    "add",
+    "multiply",
+    "subtract",
+    "divide",
+    "sine",
+    "cosine",
+    "tanh",
+    "exponential",
+    "maximum",
+)
 
 
 def _entry_ops(hlo: str) -> list[str]:
@@ -117,21 +141,33 @@ def hlo_summary(before: str, after: str) -> str:
     """Read 08's two compiler IRs (stage "hlo" and "optimized_hlo") in one sentence: how many
     elementwise steps the program's entry ran before XLA's optimisations, and what replaced them."""
     if not all(isinstance(text, str) and "ENTRY" in text for text in (before, after)):
-        raise ValueError("before and after must be HLO module text, from experimental_get_compiler_ir(...)(stage=...)")
+        raise ValueError(
+            "before and after must be HLO module text, "
+            "from experimental_get_compiler_ir(...)(stage=...)"
+        )
     first, second = _entry_ops(before), _entry_ops(after)
     counted = lambda ops: {op: ops.count(op) for op in _ELEMENTWISE if op in ops}  # noqa: E731
-    fusions = re.findall(r"=\s*\S+\s+fusion\(.*?kind=(\w+)", "\n".join(line for line in after.splitlines()))
+    fusions = re.findall(
+        r"=\s*\S+\s+fusion\(.*?kind=(\w+)", "\n".join(line for line in after.splitlines())
+    )
     steps = ", ".join(f"{n} {op}" for op, n in counted(first).items()) or "no elementwise"
-    left = ", ".join(f"{n} {op}" for op, n in counted(second).items()) or "no elementwise instruction of its own"
-    return (f"Before XLA's optimisations the program's entry ran {steps} instructions ({len(first)} instructions in all); "
-            f"after them it runs {len(second)} instructions ({left}), with {len(fusions)} fusion(s) of kind {', '.join(sorted(set(fusions))) or '-'} "
-            "holding the elementwise work: one loop per fusion, one pass over memory.")
+    left = (
+        ", ".join(f"{n} {op}" for op, n in counted(second).items())
+        or "no elementwise instruction of its own"
+    )
+    return (
+        f"Before XLA's optimisations the program's entry ran {steps} instructions "
+        f"({len(first)} instructions in all); "
+        f"after them it runs {len(second)} instructions ({left}), "
+        f"with {len(fusions)} fusion(s) of kind {', '.join(sorted(set(fusions))) or '-'} "
+        "holding the elementwise work: one loop per fusion, one pass over memory."
+    )
 
 
 def optimized_op_types(fn: Any, *args: Any) -> list[str]:
-    """Call ``fn`` (a ``tf.function``) once and return the op types of its graph as Grappler optimised
-    it at its first call: the run metadata's post-optimisation graph (before oneDNN's later renaming
-    to its own kernels)."""
+    """Call ``fn`` (a ``tf.function``) once and return the op types of its graph as Grappler
+    optimised it at its first call: the run metadata's post-optimisation graph (before oneDNN's
+    later renaming to its own kernels)."""
     from tensorflow.python.eager import context
 
     context.enable_run_metadata()
@@ -140,9 +176,15 @@ def optimized_op_types(fn: Any, *args: Any) -> list[str]:
         metadata = context.export_run_metadata()
     finally:
         context.disable_run_metadata()
-    graphs = [g.post_optimization_graph for g in metadata.function_graphs if g.post_optimization_graph.node]
+    graphs = [
+        g.post_optimization_graph
+        for g in metadata.function_graphs
+        if g.post_optimization_graph.node
+    ]
     if not graphs:
-        raise ValueError("no optimised graph was recorded: pass a tf.function that runs TensorFlow ops")
+        raise ValueError(
+            "no optimised graph was recorded: pass a tf.function that runs TensorFlow ops"
+        )
     plumbing = {"_Arg", "_Retval", "NoOp", "Identity", "Const"}
     return sorted({node.op for graph in graphs for node in graph.node} - plumbing)
 
@@ -155,14 +197,29 @@ def recompile_summary(rows: Any) -> str:
     if not new or not seen:
         raise ValueError("rows must hold calls of new shapes and of shapes seen before")
     traces = [0] + [int(r["traces so far"]) for r in rows]
-    untraced = [r["ms"] for r, before, after in zip(rows, traces, traces[1:], strict=False)
-                if r["shape seen before"] == "no" and after == before]
+    untraced = [
+        r["ms"]
+        for r, before, after in zip(rows, traces, traces[1:], strict=False)
+        if r["shape seen before"] == "no" and after == before
+    ]
     said = f"{len(rows)} calls over {len(new)} shapes: traced {traces[-1]} time(s)"
     if not untraced:
-        return f"{said}; every new shape also traced, so this run cannot tell a compile from a trace."
+        return (
+            f"{said}; every new shape also traced, so this run cannot tell a compile from a trace."
+        )
     if min(untraced) > 5 * max(seen):
-        took = (f"{min(untraced):,.1f}" if min(untraced) == max(untraced) else f"{min(untraced):,.1f}-{max(untraced):,.1f}")
-        return (f"{said}. A new shape that needed no new trace still took {took} ms, "
-                f"against {min(seen):,.1f}-{max(seen):,.1f} ms for a shape seen before: XLA compiled it for that shape.")
-    return (f"{said}. A new shape that needed no new trace took {max(untraced):,.1f} ms, against "
-            f"{min(seen):,.1f}-{max(seen):,.1f} ms for a shape seen before: no clear compile cost per shape in this run.")
+        took = (
+            f"{min(untraced):,.1f}"
+            if min(untraced) == max(untraced)
+            else f"{min(untraced):,.1f}-{max(untraced):,.1f}"
+        )
+        return (
+            f"{said}. A new shape that needed no new trace still took {took} ms, "
+            f"against {min(seen):,.1f}-{max(seen):,.1f} ms for a shape seen before: "
+            "XLA compiled it for that shape."
+        )
+    return (
+        f"{said}. A new shape that needed no new trace took {max(untraced):,.1f} ms, against "
+        f"{min(seen):,.1f}-{max(seen):,.1f} ms for a shape seen before: "
+        "no clear compile cost per shape in this run."
+    )

@@ -53,17 +53,27 @@ def load(path: str | Path) -> ModuleType:
 
 def _choices(job: ModuleType, name: str, function: str) -> dict[str, list[Any]]:
     choices = getattr(job, name, {})
-    if not isinstance(choices, dict) or not all(isinstance(k, str) and k.isidentifier() for k in choices):
-        raise JobError(f"{name} must be a dict of {{argument name: [its value, alternatives...]}}, got {choices!r:.80}")
+    if not isinstance(choices, dict) or not all(
+        isinstance(k, str) and k.isidentifier() for k in choices
+    ):
+        raise JobError(
+            f"{name} must be a dict of {{argument name: [its value, alternatives...]}}, "
+            f"got {choices!r:.80}"
+        )
     parameters = inspect.signature(getattr(job, function)).parameters
     for key, values in choices.items():
         if not isinstance(values, list) or len(values) < 2:
-            raise JobError(f"{name}[{key!r}] must list the job's own value first and at least one alternative")
+            raise JobError(
+                f"{name}[{key!r}] must list the job's own value first and at least one alternative"
+            )
         if key not in parameters:
             raise JobError(f"{name} names {key!r}, but {function}() takes no argument of that name")
         default = parameters[key].default
         if default is not inspect.Parameter.empty and default != values[0]:
-            raise JobError(f"{name}[{key!r}] must start with {function}()'s default {default!r}, got {values[0]!r}")
+            raise JobError(
+                f"{name}[{key!r}] must start with {function}()'s default {default!r}, "
+                f"got {values[0]!r}"
+            )
     return choices
 
 
@@ -75,9 +85,18 @@ def check(job: ModuleType) -> ModuleType:
     if "make_optimizer" in vars(job) and not callable(job.make_optimizer):
         raise JobError("make_optimizer must be a function returning a new optimizer")
     sizes = getattr(job, "BATCH_SIZES", DEFAULTS["BATCH_SIZES"])
-    if not isinstance(sizes, list | tuple) or not sizes or len(set(sizes)) != len(sizes) or not all(
-            isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_BATCH for b in sizes):
-        raise JobError(f"BATCH_SIZES must be a list of different whole numbers from 1 to {MAX_BATCH}, got {sizes!r:.80}")
+    if (
+        not isinstance(sizes, list | tuple)
+        or not sizes
+        or len(set(sizes)) != len(sizes)
+        or not all(
+            isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_BATCH for b in sizes
+        )
+    ):
+        raise JobError(
+            f"BATCH_SIZES must be a list of different whole numbers from 1 to {MAX_BATCH}, "
+            f"got {sizes!r:.80}"
+        )
     steps = getattr(job, "STEPS", DEFAULTS["STEPS"])
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise JobError(f"STEPS must be a whole number from 1 to {MAX_STEPS}, got {steps!r:.80}")
@@ -88,9 +107,12 @@ def check(job: ModuleType) -> ModuleType:
 
 def settings_of(job: ModuleType) -> dict[str, Any]:
     """The job's own values of what the contract lets it set."""
-    return {"batch_sizes": list(getattr(job, "BATCH_SIZES", DEFAULTS["BATCH_SIZES"])),
-            "steps": getattr(job, "STEPS", DEFAULTS["STEPS"]),
-            "model_choices": getattr(job, "MODEL_CHOICES", {}), "dataset_choices": getattr(job, "DATASET_CHOICES", {})}
+    return {
+        "batch_sizes": list(getattr(job, "BATCH_SIZES", DEFAULTS["BATCH_SIZES"])),
+        "steps": getattr(job, "STEPS", DEFAULTS["STEPS"]),
+        "model_choices": getattr(job, "MODEL_CHOICES", {}),
+        "dataset_choices": getattr(job, "DATASET_CHOICES", {}),
+    }
 
 
 def model(job: ModuleType, **choices: Any) -> Any:
@@ -112,11 +134,17 @@ def optimizer_and_loss(job: ModuleType) -> tuple[Any, Any]:
     import keras
 
     try:
-        optimizer = job.make_optimizer() if callable(getattr(job, "make_optimizer", None)) else keras.optimizers.Adam(1e-3)
+        optimizer = (
+            job.make_optimizer()
+            if callable(getattr(job, "make_optimizer", None))
+            else keras.optimizers.Adam(1e-3)
+        )
     except Exception as exc:  # noqa: BLE001
         raise _fail("make_optimizer()", exc) from None
     if not isinstance(optimizer, keras.optimizers.Optimizer):
-        raise JobError(f"make_optimizer() must return a Keras optimizer, got {type(optimizer).__name__}")
+        raise JobError(
+            f"make_optimizer() must return a Keras optimizer, got {type(optimizer).__name__}"
+        )
     loss = getattr(job, "LOSS", DEFAULTS["LOSS"])
     try:
         keras.losses.get(loss)
@@ -148,7 +176,10 @@ def dataset(job: ModuleType, batch_size: int, **choices: Any) -> Any:
         raise JobError(f"make_dataset() must return a tf.data.Dataset, got {type(made).__name__}")
     spec = made.element_spec
     if not isinstance(spec, tuple) or len(spec) not in (2, 3):
-        raise JobError(f"make_dataset() must yield (inputs, targets) pairs for model.fit, got elements {spec!r:.120}")
+        raise JobError(
+            "make_dataset() must yield (inputs, targets) pairs for model.fit, "
+            f"got elements {spec!r:.120}"
+        )
     return made
 
 
@@ -180,15 +211,26 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
             return not_yet(f"reading make_dataset({batch_size}) raised {type(exc).__name__}: {exc}")
         sizes = [int(np.shape(b[0])[0]) for b in batches]
         if not sizes or any(n != batch_size for n in sizes[:-1]) or sizes[-1] > batch_size:
-            return not_yet(f"make_dataset({batch_size}) gave batches of {sorted(set(sizes))} examples, not {batch_size}")
+            return not_yet(
+                f"make_dataset({batch_size}) gave batches of {sorted(set(sizes))} examples, "
+                f"not {batch_size}"
+            )
         inputs = np.concatenate([np.asarray(b[0]) for b in batches])
         targets = np.concatenate([np.asarray(b[1]) for b in batches])
         if inputs.shape != np.shape(features) or targets.shape != np.shape(labels):
-            return not_yet(f"the batches hold inputs {inputs.shape} and targets {targets.shape}, "
-                           f"not all of features {np.shape(features)} and labels {np.shape(labels)}")
+            return not_yet(
+                f"the batches hold inputs {inputs.shape} and targets {targets.shape}, "
+                f"not all of features {np.shape(features)} and labels {np.shape(labels)}"
+            )
         order = np.lexsort(np.asarray(features).T)
         mine = np.lexsort(inputs.T)
-        if not (np.allclose(inputs[mine], np.asarray(features)[order])
-                and np.array_equal(targets[mine], np.asarray(labels)[order])):
-            return not_yet("the (inputs, targets) pairs do not match features and labels example by example")
-    return correct("batches of (inputs, targets), batch_size each, every example once with its own label.")
+        if not (
+            np.allclose(inputs[mine], np.asarray(features)[order])
+            and np.array_equal(targets[mine], np.asarray(labels)[order])
+        ):
+            return not_yet(
+                "the (inputs, targets) pairs do not match features and labels example by example"
+            )
+    return correct(
+        "batches of (inputs, targets), batch_size each, every example once with its own label."
+    )

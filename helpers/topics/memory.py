@@ -1,5 +1,6 @@
-"""Notebook 05's plumbing: a memory guard, an RSS sampler and the measured tables of the
-embedded-constant pitfalls.
+"""Notebook 05's plumbing: the measured tables of the embedded-constant pitfalls, the embedding
+experiment in a fresh process, the exercise check and the bench id. The memory guard is in
+``helpers.topics.memory_guard`` (its names are re-exported here).
 
 The lesson (``tf1_graph``, ``three_functions``, the two dataset forms, the child program that
 measures a fresh process) is written in the notebook's ``#| export`` cells and imported here
@@ -9,79 +10,24 @@ memory and refuses to run when the estimate is above a safe fraction of the memo
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
 from helpers import checks, lessons
-from helpers.checks import BadType, whole_number
+from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.rss import PeakRSS
 from helpers.timing import ProgressFn
 
-MIB = 2**20
-#: Refuse a demo whose estimated peak is above this fraction of the available memory.
-SAFE_FRACTION = 0.5
-#: Peak RSS per byte, measured on TF 2.21 (x86-64 Linux) and rounded up: a TF1 graph peaks at
-#: ~3x its GraphDef; a tf.function embedding an array at ~14x the array; from_tensor_slices
-#: inside a tf.function at ~16x.
-PEAK_FACTORS = {"tf1_graph": 4.0, "function": 16.0, "dataset": 18.0}
+# The names imported "as" themselves are re-exported: notebook 05 calls memory.available_bytes, and
+# its child program (EMBEDDING_CHILD) imports MemoryGuardError, estimate_peak and guard from here.
+from helpers.topics.memory_guard import MIB, array_bytes, estimate_peak, guard, make_array
+from helpers.topics.memory_guard import MemoryGuardError as MemoryGuardError
+from helpers.topics.memory_guard import available_bytes as available_bytes
+
 #: TensorFlow refuses a TensorProto of this many bytes or more.
 PROTO_LIMIT = 2**31
-
-
-class MemoryGuardError(RuntimeError):
-    """A demo would need more memory than it is safe to take on this machine."""
-
-
-def available_bytes() -> int:
-    """Memory available to new allocations without swapping (psutil's estimate)."""
-    import psutil
-
-    return int(psutil.virtual_memory().available)
-
-
-@checks.arguments(nbytes=checks.whole(0, 2**50), copies=checks.whole(0, 10**6))
-def estimate_peak(kind: str, nbytes: int, copies: int = 1) -> int:
-    """Estimated extra peak memory, in bytes, of embedding ``copies`` of an ``nbytes`` array."""
-    if kind not in PEAK_FACTORS:
-        raise ValueError(f"unknown kind {kind!r}; use one of {sorted(PEAK_FACTORS)}")
-    if nbytes < 0 or copies < 0:
-        raise ValueError(f"nbytes and copies must be >= 0, got {nbytes} and {copies}")
-    return int(PEAK_FACTORS[kind] * nbytes * max(copies, 1))
-
-
-def guard(estimate: int, what: str, available: int | None = None, fraction: float = SAFE_FRACTION) -> None:
-    """Raise ``MemoryGuardError`` when ``estimate`` bytes is above ``fraction`` of available memory."""
-    checks.number(0.0, 1.0, "of the available memory", above=True)("fraction", fraction)  # nan would let anything through
-    checks.whole(0, 2**62)("estimate", estimate)
-    available = available_bytes() if available is None else available
-    if estimate > fraction * available:
-        raise MemoryGuardError(
-            f"{what} would need about {estimate / MIB:,.0f} MiB at its peak, more than "
-            f"{fraction:.0%} of the {available / MIB:,.0f} MiB available on this machine. "
-            "Choose a smaller size or fewer copies."
-        )
-
-
-def make_array(mib: float, seed: int = 0) -> Any:
-    """A float32 NumPy array of about ``mib`` MiB of random numbers."""
-    import numpy as np
-
-    nbytes = array_bytes(mib)
-    whole_number("seed", seed, 0)
-    guard(nbytes, f"make_array(mib={mib}): the array itself")  # before allocating
-    return np.random.default_rng(seed).random(nbytes // 4, dtype=np.float32)
-
-
-def array_bytes(mib: float) -> int:
-    """The bytes ``make_array(mib)`` allocates, computed without allocating (validates ``mib``)."""
-    if isinstance(mib, bool) or not isinstance(mib, int | float):
-        raise BadType(f"mib must be a positive size in MiB (a number), got {mib!r} ({type(mib).__name__})")
-    if not math.isfinite(mib) or not 0 < mib <= 2**30:
-        raise ValueError(f"mib must be a size in MiB above 0 and at most {2**30:,} (a PiB), got {mib!r}")
-    return 4 * max(1, int(mib * MIB) // 4)
 
 
 def lesson() -> Any:
@@ -102,13 +48,22 @@ def tf1_table(array: Any, n_ops: int) -> Any:
     import pandas as pd
 
     whole_number("n_ops", n_ops)
-    guard(estimate_peak("tf1_graph", array.nbytes, n_ops), f"A TF1 graph holding {n_ops} copies of the array")
+    guard(
+        estimate_peak("tf1_graph", array.nbytes, n_ops),
+        f"A TF1 graph holding {n_ops} copies of the array",
+    )
     rows = []
     for fix in ("placeholder", "convert_once", "none"):
         with PeakRSS() as peak:
             stats = graph_stats(lesson().tf1_graph(array, n_ops, fix))
-        rows.append({"fix": fix, "nodes": stats["nodes"], "graph_mib": round(stats["graph_bytes"] / MIB, 1),
-                     "rss_rise_mib": round(peak.peak_mib)})
+        rows.append(
+            {
+                "fix": fix,
+                "nodes": stats["nodes"],
+                "graph_mib": round(stats["graph_bytes"] / MIB, 1),
+                "rss_rise_mib": round(peak.peak_mib),
+            }
+        )
     return pd.DataFrame(rows).set_index("fix")
 
 
@@ -136,15 +91,23 @@ def tf2_table(array: Any) -> Any:
     guard(estimate_peak("function", array.nbytes), "Embedding the array in a tf.function")
     tensor, x = tf.constant(array), tf.zeros(array.shape)
     embedded, argument, captured = lesson().three_functions(array, tensor)
-    graphs = {"embedded constant": embedded.get_concrete_function(x),
-              "tensor argument": argument.get_concrete_function(x, tensor),
-              "captured tensor": captured.get_concrete_function(x)}
+    graphs = {
+        "embedded constant": embedded.get_concrete_function(x),
+        "tensor argument": argument.get_concrete_function(x, tensor),
+        "captured tensor": captured.get_concrete_function(x),
+    }
     rows = []
     for name, first_call in _first_calls(array).items():
         with PeakRSS() as peak:
             seconds = timing.time_once(first_call)
-        rows.append({"variant": name, "graph_mib": round(graphs[name].graph.as_graph_def().ByteSize() / MIB, 2),
-                     "first_call_ms": round(seconds * 1e3, 1), "rss_rise_mib": round(peak.peak_mib)})
+        rows.append(
+            {
+                "variant": name,
+                "graph_mib": round(graphs[name].graph.as_graph_def().ByteSize() / MIB, 2),
+                "first_call_ms": round(seconds * 1e3, 1),
+                "rss_rise_mib": round(peak.peak_mib),
+            }
+        )
     return pd.DataFrame(rows).set_index("variant")
 
 
@@ -154,15 +117,24 @@ def dataset_table(array: Any) -> Any:
     import pandas as pd
 
     guard(estimate_peak("dataset", array.nbytes), "from_tensor_slices inside a tf.function")
-    forms = {"inside tf.function": lesson().dataset_inside, "built eagerly": lesson().dataset_outside}
+    forms = {
+        "inside tf.function": lesson().dataset_inside,
+        "built eagerly": lesson().dataset_outside,
+    }
     rows = []
     for name, build in forms.items():
         with PeakRSS() as peak:
             total = build(array)
             total()
             graph_bytes = total.get_concrete_function().graph.as_graph_def().ByteSize()
-        rows.append({"dataset": name, "graph_mib": round(graph_bytes / MIB, 2), "rss_rise_mib": round(peak.peak_mib),
-                     "rise_per_array": round(peak.peak_mib / (array.nbytes / MIB), 1)})
+        rows.append(
+            {
+                "dataset": name,
+                "graph_mib": round(graph_bytes / MIB, 2),
+                "rss_rise_mib": round(peak.peak_mib),
+                "rise_per_array": round(peak.peak_mib / (array.nbytes / MIB), 1),
+            }
+        )
     return pd.DataFrame(rows).set_index("dataset")
 
 
@@ -199,14 +171,22 @@ def embedding_experiment(
     steps = _steps(n_ops)
     # The steps run one after another and the allocator keeps what they freed: guard their sum.
     estimate = sum(estimate_peak("tf1_graph", nbytes, n) for n in steps)
-    guard(estimate, f"embedding_experiment(mib={mib}, n_ops={n_ops}): graphs with "
-                    f"{', '.join(map(str, steps))} embedded copies of a {mib} MiB array")
+    guard(
+        estimate,
+        f"embedding_experiment(mib={mib}, n_ops={n_ops}): graphs with "
+        f"{', '.join(map(str, steps))} embedded copies of a {mib} MiB array",
+    )
     checks.number(0, 24 * 3600, above=True)("timeout", timeout)
     if on_progress is not None:
         on_progress(0, 1)
-    with procs.programs({"embedding_child.py": lesson().EMBEDDING_CHILD}, prefix="workbook-05-") as files:
-        rows = procs.run_rows([sys.executable, str(files["embedding_child.py"]), str(mib), *map(str, steps)],
-                              env={"TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=timeout)
+    with procs.programs(
+        {"embedding_child.py": lesson().EMBEDDING_CHILD}, prefix="workbook-05-"
+    ) as files:
+        rows = procs.run_rows(
+            [sys.executable, str(files["embedding_child.py"]), str(mib), *map(str, steps)],
+            env={"TF_CPP_MIN_LOG_LEVEL": "2"},
+            timeout=timeout,
+        )
     if on_progress is not None:
         on_progress(1, 1)
     return pd.DataFrame(rows).set_index("ops")
@@ -221,7 +201,12 @@ def embedding_figure(table: Any, title: str = "") -> Any:
     fig = Figure(figsize=(6.4, 3.2), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(table.index, table["graph_mib"], marker="o", label="GraphDef size")
-    ax.plot(table.index, table["peak_mib"], marker="s", label="process peak memory above its start (RSS)")
+    ax.plot(
+        table.index,
+        table["peak_mib"],
+        marker="s",
+        label="process peak memory above its start (RSS)",
+    )
     ax.set_xlabel("ops that use the NumPy array")
     ax.set_ylabel("MiB")
     ax.legend()
@@ -233,8 +218,9 @@ def embedding_summary(table: Any) -> str:
     """One line: how graph size and memory grew per op."""
     last = table.iloc[-1]
     return (
-        f"{int(table.index[-1])} ops: a {last['graph_mib']:.0f} MiB graph and {last['peak_mib']:.0f} MiB of "
-        f"extra memory at the peak ({last['peak_mib'] / max(last['graph_mib'], 1e-9):.1f}x the graph)."
+        f"{int(table.index[-1])} ops: a {last['graph_mib']:.0f} MiB graph "
+        f"and {last['peak_mib']:.0f} MiB of extra memory at the peak "
+        f"({last['peak_mib'] / max(last['graph_mib'], 1e-9):.1f}x the graph)."
     )
 
 
@@ -252,22 +238,34 @@ def check_graph_is_small(graph: Any, limit_bytes: int = 64 * 1024) -> Feedback:
         return not_yet(f"the graph has {len(adds)} add ops; keep all ten.")
     big = [n for n in graph.as_graph_def().node if n.op == "Const" and n.ByteSize() > limit_bytes]
     if len(big) > 1:
-        return not_yet(f"the graph is {stats['graph_bytes'] / MIB:.1f} MiB and holds {len(big)} large constants: "
-                       "the array is still copied into each op. Convert it to a tensor once, before the loop.")
-    return correct(f"{len(adds)} adds in a {stats['graph_bytes'] / 1024:.0f} KiB graph: the array is stored at most once.")
+        return not_yet(
+            f"the graph is {stats['graph_bytes'] / MIB:.1f} MiB "
+            f"and holds {len(big)} large constants: "
+            "the array is still copied into each op. Convert it to a tensor once, before the loop."
+        )
+    return correct(
+        f"{len(adds)} adds in a {stats['graph_bytes'] / 1024:.0f} KiB graph: "
+        "the array is stored at most once."
+    )
 
 
 def _embedded_vs_argument(mib: float = 4) -> dict[str, Any]:
     array = make_array(mib)
     guard(estimate_peak("function", array.nbytes), "Embedding the array in a tf.function")
     variants = _first_calls(array)
-    return {"embedded constant": variants["embedded constant"], "tensor argument": variants["tensor argument"]}
+    return {
+        "embedded constant": variants["embedded constant"],
+        "tensor argument": variants["tensor argument"],
+    }
 
 
 BENCHMARKS = [
     Comparison(
         id="memory.embedded_vs_argument",
-        title="first call of a tf.function: a NumPy array embedded as a constant vs passed as a tensor",
+        title=(
+            "first call of a tf.function: "
+            "a NumPy array embedded as a constant vs passed as a tensor"
+        ),
         make_variants=_embedded_vs_argument,
         baseline="embedded constant",
         variant="tensor argument",

@@ -42,9 +42,13 @@ def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
         return not_yet("pass the table that log.run(...) returned (the second item).")
     used = devices_used(table, "MatMul")
     if not used:
-        return not_yet("the table shows no MatMul: did the function run for the first time inside log.run?")
+        return not_yet(
+            "the table shows no MatMul: did the function run for the first time inside log.run?"
+        )
     if not table["kernel"].astype(str).str.startswith("__inference").any():
-        return not_yet("the MatMul ran eagerly: make my_pinned a tf.function (put @tf.function above its def).")
+        return not_yet(
+            "the MatMul ran eagerly: make my_pinned a tf.function (put @tf.function above its def)."
+        )
     if used != [short_device(device)]:
         return not_yet(f"the MatMul ran on {used}, not on {short_device(device)}.")
     return correct(f"the MatMul ran on {short_device(device)}, as pinned.")
@@ -72,15 +76,19 @@ def check_strict(fn: Any) -> Feedback:
     except tf.errors.InvalidArgumentError as exc:
         if tf.config.get_soft_device_placement() != before:
             tf.config.set_soft_device_placement(before)
-            return not_yet("it raised, but left soft placement switched off: restore it in a finally: block.")
+            return not_yet(
+                "it raised, but left soft placement switched off: restore it in a finally: block."
+            )
         first_sentence = str(exc).splitlines()[0].split(". ")[0]
         return correct(f"it failed loudly: {first_sentence}.")
     except Exception as exc:  # the learner's code
         tf.config.set_soft_device_placement(before)
         return not_yet(f"it raised {type(exc).__name__}, not the placement error: {exc}")
     tf.config.set_soft_device_placement(before)
-    return not_yet("it ran without an error, so nothing refused the missing device: inside it, switch soft "
-                   "placement off and run the matmul under tf.device(\"/GPU:7\").")
+    return not_yet(
+        "it ran without an error, so nothing refused the missing device: inside it, switch soft "
+        'placement off and run the matmul under tf.device("/GPU:7").'
+    )
 
 
 def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
@@ -92,19 +100,29 @@ def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
         got = "nothing" if result is None else f"a {type(result).__name__}, not a tensor"
         return not_yet(f"my_towers returned {got}: return the tf.add_n of the two towers.")
     if not hasattr(table, "columns"):
-        return not_yet("pass the table that log.run(lambda: my_towers(batch)) returned (the second item).")
+        return not_yet(
+            "pass the table that log.run(lambda: my_towers(batch)) returned (the second item)."
+        )
     want = tf.matmul(batch, batch, transpose_a=True)
     if tuple(result.shape) != tuple(want.shape):
         return not_yet(f"the result has shape {tuple(result.shape)}, not {tuple(want.shape)}.")
     error = float(tf.reduce_max(tf.abs(result - want)) / (tf.reduce_max(tf.abs(want)) + 1e-12))
     if error > 1e-4:
-        return not_yet(f"the sum of the towers differs from batch^T batch (relative error {error:.1e}).")
-    matmuls = sorted({d for kind in ("MatMul", "BatchMatMul", "Einsum") for d in devices_used(table, kind)})
+        return not_yet(
+            f"the sum of the towers differs from batch^T batch (relative error {error:.1e})."
+        )
+    matmuls = sorted(
+        {d for kind in ("MatMul", "BatchMatMul", "Einsum") for d in devices_used(table, kind)}
+    )
     sums = devices_used(table, "AddN")
     if matmuls != ["CPU:2", "CPU:3"]:
-        return not_yet(f"the matmuls ran on {matmuls}: put one tower on CPU:2 and the other on CPU:3.")
+        return not_yet(
+            f"the matmuls ran on {matmuls}: put one tower on CPU:2 and the other on CPU:3."
+        )
     if sums != ["CPU:0"]:
-        return not_yet(f"the add_n ran on {sums or 'no device (is there an add_n?)'}, not on CPU:0.")
+        return not_yet(
+            f"the add_n ran on {sums or 'no device (is there an add_n?)'}, not on CPU:0."
+        )
     return correct(f"towers on {', '.join(matmuls)}, summed on CPU:0; same numbers as one matmul.")
 
 
@@ -113,11 +131,21 @@ def devices_summary(chosen: Any) -> str:
     the GPUs each run saw, its logical devices, and which settings TensorFlow refused."""
     if not hasattr(chosen, "iterrows") or chosen.empty:
         raise ValueError("chosen must be the table of the device-choice runs (at least one row)")
-    runs = "; ".join(f"CUDA_VISIBLE_DEVICES {value!r}: {row['physical GPUs']} GPU(s) found, "
-                     f"{row['visible GPUs']} visible, logical devices {row['logical devices']}"
-                     for value, row in chosen.iterrows())
-    settings = ("memory growth on the CPU", "memory_limit on the CPU", "a change after the first op")
-    refused = [name for name in settings if str(chosen.iloc[0].get(name, "")).split(":")[0].endswith("Error")]
+    runs = "; ".join(
+        f"CUDA_VISIBLE_DEVICES {value!r}: {row['physical GPUs']} GPU(s) found, "
+        f"{row['visible GPUs']} visible, logical devices {row['logical devices']}"
+        for value, row in chosen.iterrows()
+    )
+    settings = (
+        "memory growth on the CPU",
+        "memory_limit on the CPU",
+        "a change after the first op",
+    )
+    refused = [
+        name
+        for name in settings
+        if str(chosen.iloc[0].get(name, "")).split(":")[0].endswith("Error")
+    ]
     accepted = [name for name in settings if name not in refused]
     said = f"This run: {runs}. Refused in the first run: {', '.join(refused) or 'none'}"
     return said + (f"; accepted: {', '.join(accepted)}." if accepted else ".")

@@ -29,7 +29,9 @@ def trace_file(logdir: str | Path) -> Path:
     (``plugins/profile/<run>/<host>.xplane.pb``, one run folder per ``start``/``stop``)."""
     found = glob.glob(str(Path(logdir) / "plugins" / "profile" / "*" / "*.xplane.pb"))
     if not found:
-        raise FileNotFoundError(f"no .xplane.pb trace under {logdir}: did tf.profiler.experimental.stop() run?")
+        raise FileNotFoundError(
+            f"no .xplane.pb trace under {logdir}: did tf.profiler.experimental.stop() run?"
+        )
     return Path(max(found, key=os.path.getmtime))
 
 
@@ -57,11 +59,21 @@ def _events(space: Any) -> Iterator[dict[str, Any]]:
             base_ps = line.timestamp_ns * 1000
             for event in line.events:
                 meta = plane.event_metadata[event.metadata_id]
-                stats = {stat_names.get(s.metadata_id, ""): getattr(s, s.WhichOneof("value") or "int64_value")
-                         for s in event.stats}
-                yield {"plane": plane.name, "thread": line.display_name or line.name, "name": meta.name,
-                       "op_type": meta.display_name, "start_ps": base_ps + event.offset_ps,
-                       "duration_ps": event.duration_ps, "step_num": stats.get("step_num")}
+                stats = {
+                    stat_names.get(s.metadata_id, ""): getattr(
+                        s, s.WhichOneof("value") or "int64_value"
+                    )
+                    for s in event.stats
+                }
+                yield {
+                    "plane": plane.name,
+                    "thread": line.display_name or line.name,
+                    "name": meta.name,
+                    "op_type": meta.display_name,
+                    "start_ps": base_ps + event.offset_ps,
+                    "duration_ps": event.duration_ps,
+                    "step_num": stats.get("step_num"),
+                }
 
 
 def events(space: Any) -> Any:
@@ -80,7 +92,10 @@ def events(space: Any) -> Any:
 def op_events(table: Any) -> Any:
     """The TensorFlow op executions among ``events``: named ``scope/name:OpType``."""
     ops = table[(table["op_type"] != "") & table["name"].str.contains(":", regex=False)]
-    keep = [name.endswith(":" + op_type) for name, op_type in zip(ops["name"], ops["op_type"], strict=True)]
+    keep = [
+        name.endswith(":" + op_type)
+        for name, op_type in zip(ops["name"], ops["op_type"], strict=True)
+    ]
     return ops[keep]
 
 
@@ -98,12 +113,20 @@ def op_table(table: Any, top: int = 12) -> Any:
 
 
 def step_table(table: Any, event: str = STEP_EVENT) -> Any:
-    """One row per traced step (spans named ``event`` with a step number; Keras' TensorBoard callback
-    names its spans ``"Profiled batch"``): start, duration, and the gap before the next step begins."""
+    """One row per traced step (spans named ``event`` with a step number; Keras' TensorBoard
+    callback names its spans ``"Profiled batch"``): start, duration, and the gap before the next
+    step begins."""
     steps = table[(table["name"] == event) & table["step_num"].notna()].sort_values("start_ms")
     if steps.empty:
-        raise ValueError(f"the trace holds no '{event}' step events: was each step recorded in a Trace({event!r}, step_num=...) span?")
-    result = steps[["step_num", "start_ms", "duration_ms"]].astype({"step_num": int}).set_index("step_num")
+        raise ValueError(
+            f"the trace holds no '{event}' step events: "
+            f"was each step recorded in a Trace({event!r}, step_num=...) span?"
+        )
+    result = (
+        steps[["step_num", "start_ms", "duration_ms"]]
+        .astype({"step_num": int})
+        .set_index("step_num")
+    )
     ends = result["start_ms"] + result["duration_ms"]
     result["gap after ms"] = (result["start_ms"].shift(-1) - ends).round(3)
     return result.round(3)
@@ -115,20 +138,28 @@ def step_summary(steps: Any) -> str:
     busy = steps["duration_ms"].sum()
     gaps = steps["gap after ms"].dropna()
     gap_text = f", median gap {gaps.median():.2f} ms" if len(gaps) else ""
-    return (f"{len(steps)} steps: median {steps['duration_ms'].median():.2f} ms each{gap_text}; "
-            f"inside steps {busy / span:.0%} of the time")
+    return (
+        f"{len(steps)} steps: median {steps['duration_ms'].median():.2f} ms each{gap_text}; "
+        f"inside steps {busy / span:.0%} of the time"
+    )
 
 
 def steps_compared(naive: Any, tuned: Any) -> str:
     """Two loops' step tables side by side: the median gap before a step and the median step."""
+
     def medians(steps: Any) -> tuple[float, float]:
         gaps = steps["gap after ms"].dropna()
-        return (float(gaps.median()) if len(gaps) else math.nan), float(steps["duration_ms"].median())
+        return (float(gaps.median()) if len(gaps) else math.nan), float(
+            steps["duration_ms"].median()
+        )
 
     (gap0, step0), (gap1, step1) = medians(naive), medians(tuned)
     shorter = f" ({gap0 / gap1:.0f}x shorter)" if gap1 > 0 and gap0 == gap0 else ""
-    return (f"median gap between steps: {gap0:.2f} ms naive, {gap1:.2f} ms tuned{shorter}; "
-            f"median step: {step0:.1f} ms naive, {step1:.1f} ms tuned (the tuned step takes {step1 / step0:.0%} of the naive step's time)")
+    return (
+        f"median gap between steps: {gap0:.2f} ms naive, {gap1:.2f} ms tuned{shorter}; "
+        f"median step: {step0:.1f} ms naive, {step1:.1f} ms tuned "
+        f"(the tuned step takes {step1 / step0:.0%} of the naive step's time)"
+    )
 
 
 def timeline_figure(table: Any, title: str = "") -> Any:
@@ -141,14 +172,22 @@ def timeline_figure(table: Any, title: str = "") -> Any:
     threads = list(dict.fromkeys(ops["thread"]))
     fig = Figure(figsize=(11, 1.2 + 0.35 * (len(threads) + 1)), layout="constrained")
     ax = fig.subplots()
-    ax.broken_barh(list(zip(steps["start_ms"], steps["duration_ms"], strict=True)), (len(threads), 0.8),
-                   facecolors="tab:blue")
+    ax.broken_barh(
+        list(zip(steps["start_ms"], steps["duration_ms"], strict=True)),
+        (len(threads), 0.8),
+        facecolors="tab:blue",
+    )
     for i, thread in enumerate(threads):
         part = ops[ops["thread"] == thread]
-        ax.broken_barh(list(zip(part["start_ms"], part["duration_ms"].clip(lower=0.01), strict=True)), (i, 0.8),
-                       facecolors="tab:orange")
-    ax.set_yticks([i + 0.4 for i in range(len(threads) + 1)],
-                  [f"{t.split('/')[0]} thread {i + 1}" for i, t in enumerate(threads)] + ["train steps"])
+        ax.broken_barh(
+            list(zip(part["start_ms"], part["duration_ms"].clip(lower=0.01), strict=True)),
+            (i, 0.8),
+            facecolors="tab:orange",
+        )
+    ax.set_yticks(
+        [i + 0.4 for i in range(len(threads) + 1)],
+        [f"{t.split('/')[0]} thread {i + 1}" for i, t in enumerate(threads)] + ["train steps"],
+    )
     ax.set_xlabel("ms since the first traced event")
     if title:
         ax.set_title(title)
@@ -160,10 +199,16 @@ def tensorboard_hint(logdir: str | Path) -> str:
     import importlib.util
 
     if importlib.util.find_spec("xprof") is not None:
-        return f"open it with: xprof --logdir {logdir}  (or tensorboard --logdir {logdir}, then its Profile tab)"
-    return (f"The viewer is not installed (the workbook reads traces itself). To browse the same trace: "
-            f"pip install xprof, then xprof --logdir {logdir} (a web page on port 8791), "
-            f"or with xprof installed: tensorboard --logdir {logdir}, then its Profile tab")
+        return (
+            f"open it with: xprof --logdir {logdir}  "
+            f"(or tensorboard --logdir {logdir}, then its Profile tab)"
+        )
+    return (
+        "The viewer is not installed (the workbook reads traces itself). "
+        "To browse the same trace: "
+        f"pip install xprof, then xprof --logdir {logdir} (a web page on port 8791), "
+        f"or with xprof installed: tensorboard --logdir {logdir}, then its Profile tab"
+    )
 
 
 #: The python tracer's events are named "$<file>:<line> <function>" (XLA's python_hooks).
@@ -173,19 +218,24 @@ EAGER_OP = "EagerLocalExecute: "
 
 
 def python_summary(table: Any) -> str:
-    """How many Python function events (the python tracer's ``$file:line function``) a trace holds."""
+    """How many Python function events (the python tracer's ``$file:line function``) a trace
+    holds."""
     calls = table[table["name"].str.startswith(PYTHON_EVENT)]
     if calls.empty:
         return "0 Python function events (names starting with $) in the trace"
     top = calls.groupby("name")["duration_ms"].sum().sort_values(ascending=False)
-    return f"{len(calls)} Python function events; the longest in total: {top.index[0]} ({top.iloc[0]:.1f} ms)"
+    return (
+        f"{len(calls)} Python function events; "
+        f"the longest in total: {top.index[0]} ({top.iloc[0]:.1f} ms)"
+    )
 
 
 @checks.arguments(top=checks.whole(1, 10_000))
 def gap_ops(table: Any, top: int = 8) -> Any:
-    """The eager ops that started on the steps' thread between one recorded step's end and the next
-    one's start: calls, total ms and share of all gap time, largest first. ``attrs``: ``gap_ms`` (the
-    gaps' total), ``gaps`` (how many) and ``eager_ms`` (every such op, beyond the ``top`` rows)."""
+    """The eager ops that started on the steps' thread between one recorded step's end and the
+    next one's start: calls, total ms and share of all gap time, largest first. ``attrs``:
+    ``gap_ms`` (the gaps' total), ``gaps`` (how many) and ``eager_ms`` (every such op, beyond the
+    ``top`` rows)."""
     steps = step_table(table)
     thread = table.loc[table["name"] == STEP_EVENT, "thread"].iloc[0]
     ends = (steps["start_ms"] + steps["duration_ms"]).to_numpy()[:-1]
@@ -193,7 +243,9 @@ def gap_ops(table: Any, top: int = 8) -> Any:
     eager = table[(table["thread"] == thread) & table["name"].str.startswith(EAGER_OP)]
     inside = [any(a <= t < b for a, b in zip(ends, starts, strict=True)) for t in eager["start_ms"]]
     eager = eager[inside].assign(op=lambda t: t["name"].str.slice(len(EAGER_OP)))
-    grouped = eager.groupby("op")["duration_ms"].agg(["count", "sum"]).sort_values("sum", ascending=False)
+    grouped = (
+        eager.groupby("op")["duration_ms"].agg(["count", "sum"]).sort_values("sum", ascending=False)
+    )
     gap_ms = float((starts - ends).sum())
     grouped.columns = ["calls", "total ms"]
     grouped["share of gaps"] = grouped["total ms"] / gap_ms if gap_ms > 0 else math.nan
@@ -203,14 +255,23 @@ def gap_ops(table: Any, top: int = 8) -> Any:
 
 
 def gap_summary(ops: Any) -> str:
-    """One line reading ``gap_ops``: the gaps' total, the eager ops' part and the op that took most."""
-    gap_ms, eager_ms, gaps = ops.attrs.get("gap_ms", math.nan), ops.attrs.get("eager_ms", math.nan), ops.attrs.get("gaps", 0)
+    """One line reading ``gap_ops``: the gaps' total, the eager ops' part and the op that took
+    most."""
+    gap_ms, eager_ms, gaps = (
+        ops.attrs.get("gap_ms", math.nan),
+        ops.attrs.get("eager_ms", math.nan),
+        ops.attrs.get("gaps", 0),
+    )
     head = f"the {gaps} gaps between recorded steps: {gap_ms:.1f} ms in all"
     if ops.empty:
         return f"{head}; no eager op started in them"
-    return (f"{head}; eager ops ran for {eager_ms:.1f} ms of it ({eager_ms / gap_ms:.0%}), {ops.index[0]} the most "
-            f"({ops['total ms'].iloc[0]:.1f} ms in {ops['calls'].iloc[0]} calls); the rest is the feed's own Python and "
-            f"NumPy work between those ops")
+    return (
+        f"{head}; eager ops ran for {eager_ms:.1f} ms of it ({eager_ms / gap_ms:.0%}), "
+        f"{ops.index[0]} the most "
+        f"({ops['total ms'].iloc[0]:.1f} ms in {ops['calls'].iloc[0]} calls); "
+        "the rest is the feed's own Python and "
+        f"NumPy work between those ops"
+    )
 
 
 def check_slowest_op(table: Any, answer: Any) -> Feedback:
@@ -219,5 +280,11 @@ def check_slowest_op(table: Any, answer: Any) -> Feedback:
     if not isinstance(answer, str) or answer not in set(op_events(table)["op_type"]):
         return not_yet(f"{answer!r} is not an op type in this trace; op_table(...) lists them")
     if answer != ops.index[0]:
-        return not_yet(f"{answer} took {ops['total ms'].get(answer, 0):.1f} ms or less; another op type took more")
-    return correct(f"{answer}: {ops['total ms'].iloc[0]:.1f} ms, {ops['share'].iloc[0]:.0%} of all op time in the trace")
+        return not_yet(
+            f"{answer} took {ops['total ms'].get(answer, 0):.1f} ms or less; "
+            "another op type took more"
+        )
+    return correct(
+        f"{answer}: {ops['total ms'].iloc[0]:.1f} ms, "
+        f"{ops['share'].iloc[0]:.0%} of all op time in the trace"
+    )

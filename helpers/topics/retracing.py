@@ -27,7 +27,8 @@ class Warnings:
 
 @contextlib.contextmanager
 def captured_tf_warnings() -> Iterator[Warnings]:
-    """Collect TensorFlow's Python warnings (such as the retracing warning) instead of printing them."""
+    """Collect TensorFlow's Python warnings (such as the retracing warning) instead of printing
+    them."""
     import tensorflow as tf
 
     logger = tf.get_logger()
@@ -65,8 +66,10 @@ def retracing_warning(calls: int = 6) -> str:
     found = [m for m in caught.messages if "retracing" in m]
     if found:
         return found[0]
-    return (f"{double.experimental_get_tracing_count()} traces, no warning this time: TensorFlow "
-            "warns once per function. Restart the kernel to see the warning again.")
+    return (
+        f"{double.experimental_get_tracing_count()} traces, no warning this time: TensorFlow "
+        "warns once per function. Restart the kernel to see the warning again."
+    )
 
 
 def check_no_retracing(fn: Any) -> Feedback:
@@ -85,12 +88,20 @@ def check_no_retracing(fn: Any) -> Feedback:
             for n in range(1, 9):
                 probe(tf.ones([n]))
         except Exception as exc:  # the learner's code
-            return not_yet(f"calling it on a float32 vector of length {n} raised {type(exc).__name__}: {exc}")
+            return not_yet(
+                f"calling it on a float32 vector of length {n} raised {type(exc).__name__}: {exc}"
+            )
     traces = probe.experimental_get_tracing_count() - before
     if traces > 1:
-        hint = ("reduce_retracing=True still traces twice (once for the first shape, once generalized)"
-                if getattr(fn, "_reduce_retracing", False) else "each new length is a new trace")
-        return not_yet(f"it traced {traces} times for 8 lengths: {hint}; give it an input_signature with shape [None].")
+        hint = (
+            "reduce_retracing=True still traces twice (once for the first shape, once generalized)"
+            if getattr(fn, "_reduce_retracing", False)
+            else "each new length is a new trace"
+        )
+        return not_yet(
+            f"it traced {traces} times for 8 lengths: {hint}; "
+            "give it an input_signature with shape [None]."
+        )
     return correct("one trace for every length.")
 
 

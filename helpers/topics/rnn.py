@@ -1,6 +1,7 @@
 """RNN kernels (notebook 09): the variants the widgets and the bench time, built from the
 notebook's exported lesson code (``helpers.lessons.choose_rnn_kernels``: the Keras 3 LSTM paths,
-GRU and the fused ``BlockLSTMV2`` op), and what unrolling costs in tracing, speed and graph size.
+GRU and the fused ``BlockLSTMV2`` op), and what unrolling costs in tracing, speed and graph size
+(its figure and reading are in ``rnn_report``).
 
 The LSTM variants share one set of weights, so their outputs can be checked against each other
 before any of them is timed.
@@ -17,6 +18,8 @@ from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
+from helpers.topics.rnn_report import unroll_figure as unroll_figure  # notebook 09 calls rnn.*
+from helpers.topics.rnn_report import unroll_summary as unroll_summary
 
 KINDS = ("LSTM", "RNN(LSTMCell)", "LSTM unroll=True", "GRU", "BlockLSTMV2")
 LSTM_KINDS = ("LSTM", "RNN(LSTMCell)", "LSTM unroll=True", "BlockLSTMV2")
@@ -32,13 +35,25 @@ def _fits(batch: int, steps: int, features: int, units: int, layers: int) -> Non
     activations (kept for the backward pass) would not fit: units=65536 is a 64 GiB kernel."""
     weights = layers * 4 * units * (features + units + 1) * 4 * 2
     activations = layers * batch * steps * units * 4 * 4 * 3
-    checks.fits_memory(f"rnn sizes (batch={batch}, steps={steps}, features={features}, units={units})",
-                       weights + activations)
+    checks.fits_memory(
+        f"rnn sizes (batch={batch}, steps={steps}, features={features}, units={units})",
+        weights + activations,
+    )
 
 
-@checks.arguments(batch=checks.whole(1, 65536), steps=checks.whole(1, 10_000), features=checks.whole(1, 65536), units=checks.whole(1, 65536), training=checks.flag)
+@checks.arguments(
+    batch=checks.whole(1, 65536),
+    steps=checks.whole(1, 10_000),
+    features=checks.whole(1, 65536),
+    units=checks.whole(1, 65536),
+    training=checks.flag,
+)
 def rnn_variants(
-    batch: int = 32, steps: int = 50, features: int = 32, units: int = 128, training: bool = True,
+    batch: int = 32,
+    steps: int = 50,
+    features: int = 32,
+    units: int = 128,
+    training: bool = True,
     kinds: Sequence[str] = KINDS,
 ) -> dict[str, Callable[[], Any]]:
     """Notebook 09's paths as ``tf.function``s on one ``[batch, steps, features]`` input: its
@@ -47,7 +62,12 @@ def rnn_variants(
     import keras
     import tensorflow as tf
 
-    for name, value in (("batch", batch), ("steps", steps), ("features", features), ("units", units)):
+    for name, value in (
+        ("batch", batch),
+        ("steps", steps),
+        ("features", features),
+        ("units", units),
+    ):
         whole_number(name, value)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
@@ -65,19 +85,35 @@ def rnn_variants(
     out = {}
     for kind in kinds:
         forward = functools.partial(calls[kind], x)
-        out[kind] = tf.function(functools.partial(code.train_step, forward, target, variables[kind]) if training else forward)
+        out[kind] = tf.function(
+            functools.partial(code.train_step, forward, target, variables[kind])
+            if training
+            else forward
+        )
     return out
 
 
-@checks.arguments(batch=checks.whole(1, 65536), steps=checks.whole(1, 10_000), features=checks.whole(1, 65536), units=checks.whole(1, 65536))
-def cudnn_variants(batch: int = 32, steps: int = 50, features: int = 32, units: int = 128) -> dict[str, Callable[[], Any]]:
+@checks.arguments(
+    batch=checks.whole(1, 65536),
+    steps=checks.whole(1, 10_000),
+    features=checks.whole(1, 65536),
+    units=checks.whole(1, 65536),
+)
+def cudnn_variants(
+    batch: int = 32, steps: int = 50, features: int = 32, units: int = 128
+) -> dict[str, Callable[[], Any]]:
     """Keras 3's LSTM training step with ``use_cudnn=False`` (always the generic loop) and the
     default ``use_cudnn="auto"`` (cuDNN's kernel where a GPU is visible), sharing weights. On a
     CPU both run the loop."""
     import keras
     import tensorflow as tf
 
-    for name, value in (("batch", batch), ("steps", steps), ("features", features), ("units", units)):
+    for name, value in (
+        ("batch", batch),
+        ("steps", steps),
+        ("features", features),
+        ("units", units),
+    ):
         whole_number(name, value)
     _fits(batch, steps, features, units, layers=2)
     keras.utils.set_random_seed(0)
@@ -100,14 +136,26 @@ def cudnn_variants(batch: int = 32, steps: int = 50, features: int = 32, units: 
     return {"generic loop (use_cudnn=False)": step(generic), "use_cudnn='auto'": step(auto)}
 
 
-@checks.arguments(batch=checks.whole(1, 65536), steps=checks.whole(1, 10_000), features=checks.whole(1, 65536), units=checks.whole(1, 65536))
-def lstm_differences(batch: int = 4, steps: int = 10, features: int = 8, units: int = 16) -> dict[str, float]:
-    """Largest absolute difference of each LSTM kind's output sequence from ``keras.layers.LSTM``."""
+@checks.arguments(
+    batch=checks.whole(1, 65536),
+    steps=checks.whole(1, 10_000),
+    features=checks.whole(1, 65536),
+    units=checks.whole(1, 65536),
+)
+def lstm_differences(
+    batch: int = 4, steps: int = 10, features: int = 8, units: int = 16
+) -> dict[str, float]:
+    """Largest absolute difference of each LSTM kind's output sequence from
+    ``keras.layers.LSTM``."""
     import tensorflow as tf
 
     variants = rnn_variants(batch, steps, features, units, training=False, kinds=LSTM_KINDS)
     reference = variants["LSTM"]()
-    return {k: float(tf.reduce_max(tf.abs(variants[k]() - reference))) for k in LSTM_KINDS if k != "LSTM"}
+    return {
+        k: float(tf.reduce_max(tf.abs(variants[k]() - reference)))
+        for k in LSTM_KINDS
+        if k != "LSTM"
+    }
 
 
 def _graph_size(concrete: Any) -> tuple[int, float]:
@@ -117,10 +165,19 @@ def _graph_size(concrete: Any) -> tuple[int, float]:
     return nodes, graph_def.ByteSize() / 2**20
 
 
-@checks.arguments(batch=checks.whole(1, 65536), features=checks.whole(1, 65536), units=checks.whole(1, 65536), repeats=checks.repeats)
+@checks.arguments(
+    batch=checks.whole(1, 65536),
+    features=checks.whole(1, 65536),
+    units=checks.whole(1, 65536),
+    repeats=checks.repeats,
+)
 def unroll_table(
-    steps_list: Sequence[int] = (10, 25, 50, 100), batch: int = 32, features: int = 32, units: int = 128,
-    repeats: int = 5, on_progress: ProgressFn | None = None,
+    steps_list: Sequence[int] = (10, 25, 50, 100),
+    batch: int = 32,
+    features: int = 32,
+    units: int = 128,
+    repeats: int = 5,
+    on_progress: ProgressFn | None = None,
 ) -> Any:
     """For each sequence length: the LSTM as a loop (``unroll=False``) and unrolled
     (``unroll=True``): first call (trace + run), median training step and graph size."""
@@ -133,56 +190,31 @@ def unroll_table(
         raise ValueError("steps_list must hold at least one length")
     rows, timings = [], {}
     for i, steps in enumerate(lengths):
-        variants = rnn_variants(batch, steps, features, units, training=True, kinds=("LSTM", "LSTM unroll=True"))
+        variants = rnn_variants(
+            batch, steps, features, units, training=True, kinds=("LSTM", "LSTM unroll=True")
+        )
         for mode, name in (("loop", "LSTM"), ("unrolled", "LSTM unroll=True")):
             fn = variants[name]
             first = timing.time_once(fn)
             nodes, mib = _graph_size(fn.get_concrete_function())
             step = timing.measure(fn, warmup=1, repeats=repeats)
             timings[(steps, mode)] = step
-            rows.append({"steps": steps, "mode": mode, "first call s": round(first, 3),
-                         "step ms": round(step.median * 1e3, 2), "step q1-q3 ms": f"{step.q1 * 1e3:.2f}-{step.q3 * 1e3:.2f}",
-                         "graph nodes": nodes, "graph MiB": round(mib, 2)})
+            rows.append(
+                {
+                    "steps": steps,
+                    "mode": mode,
+                    "first call s": round(first, 3),
+                    "step ms": round(step.median * 1e3, 2),
+                    "step q1-q3 ms": f"{step.q1 * 1e3:.2f}-{step.q3 * 1e3:.2f}",
+                    "graph nodes": nodes,
+                    "graph MiB": round(mib, 2),
+                }
+            )
         if on_progress is not None:
             on_progress(i + 1, len(lengths))
     table = pd.DataFrame(rows).set_index(["steps", "mode"])
     table.attrs["timings"] = timings  # {(steps, "loop" or "unrolled"): Timing of the training step}
     return table
-
-
-def unroll_figure(table: Any, title: str = "") -> Any:
-    """Three panels against sequence length: first call, step time and graph nodes, loop vs unrolled."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11, 3.4), layout="constrained")
-    axes = fig.subplots(1, 3)
-    for ax, column, label in zip(axes, ("first call s", "step ms", "graph nodes"),
-                                 ("first call (trace + run), s", "training step, ms (median)", "graph nodes"), strict=True):
-        for mode, marker in (("loop", "o-"), ("unrolled", "s--")):
-            part = table.xs(mode, level="mode")[column]
-            ax.plot(part.index, part.values, marker, label=mode)
-        ax.set_xlabel("sequence length (steps)")
-        ax.set_title(label, fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0].legend()
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-def unroll_summary(table: Any) -> str:
-    """The longest sequence: how unrolling changed the first call and the graph, and the training
-    step read with its spread (``verdicts.verdict``: "no clear difference" inside the noise)."""
-    from helpers import verdicts
-
-    steps = table.index.get_level_values("steps").max()
-    loop, unrolled = table.loc[(steps, "loop")], table.loc[(steps, "unrolled")]
-    timings = table.attrs.get("timings", {})
-    step = (verdicts.verdict_of({"loop": timings[(steps, "loop")], "unrolled": timings[(steps, "unrolled")]}, "unrolled", "loop")
-            if (steps, "loop") in timings and (steps, "unrolled") in timings
-            else f"unrolled {loop['step ms'] / unrolled['step ms']:.2f}x as fast (no spread kept).")
-    return (f"{steps} steps: unrolling made the first call {unrolled['first call s'] / loop['first call s']:.1f}x as long "
-            f"and the graph {unrolled['graph nodes'] / loop['graph nodes']:.0f}x as many nodes; the training step: {step}")
 
 
 def check_cudnn_ready(layer: Any) -> Feedback:
@@ -194,8 +226,12 @@ def check_cudnn_ready(layer: Any) -> Feedback:
         return not_yet(f"pass a keras.layers.LSTM layer, got {type(layer).__name__}")
     blockers = lesson().cudnn_blockers(layer)
     if blockers:
-        return not_yet("this layer would run the generic loop on a GPU because of: " + ", ".join(blockers))
-    return correct("on a GPU this layer takes the cuDNN kernel (with no mask or a right-padded one)")
+        return not_yet(
+            "this layer would run the generic loop on a GPU because of: " + ", ".join(blockers)
+        )
+    return correct(
+        "on a GPU this layer takes the cuDNN kernel (with no mask or a right-padded one)"
+    )
 
 
 def _loop_vs_unrolled(**kwargs: Any) -> dict[str, Callable[[], Any]]:
@@ -204,7 +240,14 @@ def _loop_vs_unrolled(**kwargs: Any) -> dict[str, Callable[[], Any]]:
 
 
 BENCHMARKS = [
-    Comparison(id="rnn.unrolled_vs_loop", title="LSTM training step, B32 T50 D32 U128: symbolic loop vs unroll=True",
-               make_variants=_loop_vs_unrolled, baseline="loop", variant="unroll=True",
-               quick={"steps": 20}, full={"steps": 50}, repeats=9),
+    Comparison(
+        id="rnn.unrolled_vs_loop",
+        title="LSTM training step, B32 T50 D32 U128: symbolic loop vs unroll=True",
+        make_variants=_loop_vs_unrolled,
+        baseline="loop",
+        variant="unroll=True",
+        quick={"steps": 20},
+        full={"steps": 50},
+        repeats=9,
+    ),
 ]

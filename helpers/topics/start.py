@@ -54,7 +54,9 @@ def check_package(
         if not re.fullmatch(r"\d+(\.\d+)*", want.strip()):
             raise ValueError(f"want must be a version such as (2, 21) or '2.21', got {want!r}")
         want = tuple(int(part) for part in want.strip().split("."))
-    if not isinstance(want, tuple | list) or not all(isinstance(p, int) and not isinstance(p, bool) for p in want):
+    if not isinstance(want, tuple | list) or not all(
+        isinstance(p, int) and not isinstance(p, bool) for p in want
+    ):
         raise TypeError(f"want must be a version such as (2, 21) or '2.21', got {want!r}")
     want = tuple(want)
     found = version_of(dist)
@@ -113,7 +115,9 @@ def checks(
         rows.append(Check("WORKBOOK_SCALE is small or full", env.scale(), "pass"))
     except ValueError as exc:
         rows.append(
-            Check("WORKBOOK_SCALE is small or full", str(exc), "FAIL", "unset it, or set it to full")
+            Check(
+                "WORKBOOK_SCALE is small or full", str(exc), "FAIL", "unset it, or set it to full"
+            )
         )
     return rows
 
@@ -142,11 +146,15 @@ def summary(rows: list[Check]) -> str:
     counted = [r for r in rows if r.status != "info"]
     if not failed:
         return f"All {len(counted)} requirements met: the workbook is ready to run."
-    return f"{len(failed)} of {len(counted)} requirements failed: {', '.join(failed)}. See the fix column."
+    return (
+        f"{len(failed)} of {len(counted)} requirements failed: {', '.join(failed)}. "
+        "See the fix column."
+    )
 
 
 def check_graph_function(fn: Any) -> Feedback:
-    """Exercise 1: ``fn`` is a ``tf.function`` returning ``small_ops_chain(x, 50)`` (notebook 00)."""
+    """Exercise 1: ``fn`` is a ``tf.function`` returning ``small_ops_chain(x, 50)``
+    (notebook 00)."""
     import tensorflow as tf
 
     from helpers.lessons.start_here import small_ops_chain
@@ -172,20 +180,29 @@ WARMUP_FACTOR = 5
 
 
 def check_warmup(first: Any, steady: Any) -> Feedback:
-    """Exercise 2: ``first`` is a first-call time in seconds, ``steady`` a ``Timing`` of later calls."""
+    """Exercise 2: ``first`` is a first-call time in seconds, ``steady`` a ``Timing`` of later
+    calls."""
     from helpers import timing
 
-    if isinstance(first, bool) or not isinstance(first, int | float) or not 0 < first < float("inf"):
+    if (
+        isinstance(first, bool)
+        or not isinstance(first, int | float)
+        or not 0 < first < float("inf")
+    ):
         return not_yet("first must be the seconds of one call, from timing.time_once(...).")
     if not isinstance(steady, timing.Timing) or steady.count < 10:
         return not_yet("steady must come from timing.measure(..., repeats=10).")
     if first < WARMUP_FACTOR * steady.median:
         return not_yet(
-            f"the first call took {first / steady.median:.1f}x as long as a steady call; tracing a new "
-            f"function makes it at least {WARMUP_FACTOR}x. Did you time a function that was already traced? "
+            f"the first call took {first / steady.median:.1f}x as long as a steady call; "
+            f"tracing a new function makes it at least {WARMUP_FACTOR}x. "
+            "Did you time a function that was already traced? "
             "Build a new tf.function and try again."
         )
-    return correct(f"the first call took {first / steady.median:.0f}x as long as a steady call: that is tracing.")
+    return correct(
+        f"the first call took {first / steady.median:.0f}x as long as a steady call: "
+        "that is tracing."
+    )
 
 
 def forcing_summary(clocks: dict[str, float]) -> str:
@@ -203,6 +220,9 @@ def forcing_summary(clocks: dict[str, float]) -> str:
             reading = "the early clock missed part of the work"
         else:
             reading = "the early clock measured little more than handing the work over"
-        lines.append(f"{mode.capitalize()}: not forced {timing.format_seconds(early)}, forced {timing.format_seconds(forced)} "
-                     f"(the early clock read {share:.1%} of the forced one): {reading}.")
+        lines.append(
+            f"{mode.capitalize()}: not forced {timing.format_seconds(early)}, "
+            f"forced {timing.format_seconds(forced)} "
+            f"(the early clock read {share:.1%} of the forced one): {reading}."
+        )
     return "\n".join(lines)

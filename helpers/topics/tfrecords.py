@@ -1,6 +1,7 @@
 """Notebook 06's plumbing around its lesson code (``make_example``, ``write_shard``, ``PARSE_SPEC``,
-the readers: imported from ``helpers.lessons.pack_files_into_shards``): a manifest, atomic shards,
-verification, the exercise check.
+the readers: imported from ``helpers.lessons.pack_files_into_shards``): atomic shards, verification,
+the exercise check. The manifest, the ``Shard`` record, the shards' names, layout and checksums
+(and ``flip_bit``) are in ``helpers.topics.tfrecords_manifest``.
 
 Each shard is written under a temporary name and moved into place only when complete, so an
 interrupted conversion leaves no partial shard under a final name. A manifest records every
@@ -10,55 +11,36 @@ shards that are up to date, and ``verify`` reads every shard back against the so
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from helpers import checks, fileio, lessons
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.topics import datafiles
+from helpers.topics.tfrecords_manifest import (
+    _SHARDS,
+    _TARGET,
+    ENCODINGS,
+    MANIFEST,
+    Shard,
+    _fingerprint,
+    plan_shards,
+    read_manifest,
+    sha256_of,
+    shard_name,
+)
 
-MANIFEST = "manifest.json"
-ENCODINGS = ("raw", "png", "jpeg")
-#: Shard names number shards with five digits.
-MAX_SHARDS = 99_999
-_SHARDS = checks.optional(checks.whole(1, MAX_SHARDS, "shard names have five digits"))
-_TARGET = checks.whole(1, 2**40, "bytes per shard")
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One shard as the manifest records it."""
-
-    file: str
-    records: int
-    sha256: str
-    source_sha256: str
+# Re-exported (with read_manifest, used above): notebook 06 calls tfrecords.<name>.
+from helpers.topics.tfrecords_manifest import flip_bit as flip_bit
+from helpers.topics.tfrecords_manifest import shard_paths as shard_paths
 
 
 class VerificationError(ValueError):
     """A shard does not match the manifest or the source; the message names shard and record."""
-
-
-def sha256_of(path: Path) -> str:
-    """The SHA-256 hex digest of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _fingerprint(images: Any, labels: Any, options: dict[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode())
-    digest.update(images.tobytes())
-    digest.update(labels.astype("int64").tobytes())
-    return digest.hexdigest()
 
 
 def lesson_module() -> Any:
@@ -67,44 +49,15 @@ def lesson_module() -> Any:
     return lessons.of("06_pack_files_into_shards")
 
 
-@checks.arguments(n_records=checks.whole(1, hint="records; nothing to convert when 0"),
-                  record_bytes=checks.whole(1, 2**40), target_bytes=_TARGET, n_shards=_SHARDS)
-def plan_shards(
-    n_records: int, record_bytes: int, target_bytes: int, n_shards: int | None = None
-) -> list[tuple[int, int]]:
-    """Split ``n_records`` into contiguous ``(start, stop)`` ranges of about ``target_bytes``
-    each, or into exactly ``n_shards`` ranges when it is given."""
-    if n_shards is not None and n_shards > n_records:
-        raise ValueError(f"n_shards={n_shards:,} is more shards than the {n_records:,} records to write: "
-                         f"choose n_shards from 1 to {n_records:,}")
-    if n_shards is None:
-        n_shards = max(1, min(n_records, round(n_records * record_bytes / target_bytes)))
-        if n_shards > MAX_SHARDS:
-            raise ValueError(f"target_bytes={target_bytes:,} would make {n_shards:,} shards, more than {MAX_SHARDS:,}: "
-                             "choose a larger target_bytes")
-    bounds = [round(i * n_records / n_shards) for i in range(n_shards + 1)]
-    return list(zip(bounds[:-1], bounds[1:], strict=True))
-
-
-@checks.arguments(split=datafiles.split_name, index=checks.whole(0, MAX_SHARDS - 1), count=checks.whole(1, MAX_SHARDS),
-                  gzip=checks.flag)
-def shard_name(split: str, index: int, count: int, gzip: bool) -> str:
-    """``train-00001-of-00004.tfrecord`` (``.gz`` when compressed)."""
-    if index >= count:
-        raise ValueError(f"index must be below count ({count}), got {index}")
-    return f"{split}-{index:05d}-of-{count:05d}.tfrecord" + (".gz" if gzip else "")
-
-
-@checks.arguments(out_dir=checks.path)
-def read_manifest(out_dir: Path) -> dict[str, Any]:
-    """The manifest in ``out_dir`` as a dict (empty when there is none yet); a damaged one is
-    refused with its path and what is wrong."""
-    path = Path(out_dir) / MANIFEST
-    return datafiles.parse_manifest(path, ENCODINGS) if path.exists() else {}
-
-
-@checks.arguments(out_dir=checks.path, split=datafiles.split_name, target_bytes=_TARGET, gzip=checks.flag,
-                  encoding=checks.one_of(*ENCODINGS), progress=checks.flag, n_shards=_SHARDS)
+@checks.arguments(
+    out_dir=checks.path,
+    split=datafiles.split_name,
+    target_bytes=_TARGET,
+    gzip=checks.flag,
+    encoding=checks.one_of(*ENCODINGS),
+    progress=checks.flag,
+    n_shards=_SHARDS,
+)
 def convert(
     images: Any,
     labels: Any,
@@ -116,36 +69,49 @@ def convert(
     progress: bool = True,
     n_shards: int | None = None,
 ) -> list[Shard]:
-    """Write ``images``/``labels`` as shards of about ``target_bytes`` (or ``n_shards``) under ``out_dir``.
+    """Write ``images``/``labels`` as shards of about ``target_bytes`` (or ``n_shards``) under
+    ``out_dir``.
 
     Skips shards whose file still matches the manifest and whose source slice is unchanged;
     returns the split's shards. Each shard appears only when complete (temporary name, then
     ``os.replace``); the manifest is updated after every shard. Pixel values outside 0-255, labels
-    that are not whole numbers 0-9, and more shards than images are refused before anything is written.
+    that are not whole numbers 0-9, and more shards than images are refused before anything is
+    written.
     """
     from tqdm.auto import tqdm
 
     images, labels = datafiles.images_and_labels(images, labels)
     if n_shards is not None and n_shards > len(images):
-        raise ValueError(f"n_shards={n_shards:,} is more shards than the {len(images):,} images to write: "
-                         f"choose n_shards from 1 to {len(images):,}")
+        raise ValueError(
+            f"n_shards={n_shards:,} is more shards than the {len(images):,} images to write: "
+            f"choose n_shards from 1 to {len(images):,}"
+        )
     lesson = lesson_module()
     out_dir = fileio.make_folder(out_dir, "out_dir")
     manifest = read_manifest(out_dir)
     # From a run that was killed mid-shard, or while it rewrote the manifest.
     for leftover in [*out_dir.glob(f".{split}-*.tmp"), *out_dir.glob(f".{MANIFEST}.*.tmp")]:
         leftover.unlink(missing_ok=True)
-    record_bytes = len(lesson.make_example(images[0], labels[0], encoding)) + 16  # + TFRecord framing
+    record_bytes = (
+        len(lesson.make_example(images[0], labels[0], encoding)) + 16
+    )  # + TFRecord framing
     ranges = plan_shards(len(images), record_bytes, target_bytes, n_shards)
     options = {"gzip": gzip, "encoding": encoding}
     previous = {s["file"]: s for s in manifest.get(split, {}).get("shards", [])}
     shards: list[Shard] = []
-    for index, (start, stop) in enumerate(tqdm(ranges, desc=f"convert {split}", unit="shard", disable=not progress)):
+    for index, (start, stop) in enumerate(
+        tqdm(ranges, desc=f"convert {split}", unit="shard", disable=not progress)
+    ):
         name = shard_name(split, index, len(ranges), gzip)
         path = out_dir / name
         source = _fingerprint(images[start:stop], labels[start:stop], options)
         old = previous.get(name)
-        if old and old["source_sha256"] == source and path.exists() and sha256_of(path) == old["sha256"]:
+        if (
+            old
+            and old["source_sha256"] == source
+            and path.exists()
+            and sha256_of(path) == old["sha256"]
+        ):
             shards.append(Shard(**old))
             continue
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
@@ -168,7 +134,9 @@ def convert(
 
 
 @checks.arguments(out_dir=checks.path, split=datafiles.split_name, progress=checks.flag)
-def verify(out_dir: Path, images: Any, labels: Any, split: str, progress: bool = True) -> dict[str, int]:
+def verify(
+    out_dir: Path, images: Any, labels: Any, split: str, progress: bool = True
+) -> dict[str, int]:
     """Read every shard of ``split`` back and check it against the manifest and the source.
 
     Returns ``{"shards": n, "records": n}``; raises ``VerificationError`` naming the shard (and
@@ -198,61 +166,51 @@ def verify(out_dir: Path, images: Any, labels: Any, split: str, progress: bool =
                 parsed = tf.io.parse_single_example(raw, spec)
                 i = position + record
                 if i >= len(images):
-                    raise VerificationError(f"{shard['file']}: record {record} is beyond the {len(images)} source images")
+                    raise VerificationError(
+                        f"{shard['file']}: record {record} is beyond the "
+                        f"{len(images)} source images"
+                    )
                 if encoding == "jpeg":  # lossy: compare with the source encoded the same way
                     same = parsed["image"].numpy() == tf.io.encode_jpeg(images[i]).numpy()
                 else:
-                    same = np.array_equal(lesson.decode_image(parsed["image"], parsed["shape"], encoding).numpy(), images[i])
+                    same = np.array_equal(
+                        lesson.decode_image(parsed["image"], parsed["shape"], encoding).numpy(),
+                        images[i],
+                    )
                 if int(parsed["label"]) != int(labels[i]) or not same:
-                    raise VerificationError(f"{shard['file']}: record {record} does not match source image {i}")
+                    raise VerificationError(
+                        f"{shard['file']}: record {record} does not match source image {i}"
+                    )
         except tf.errors.DataLossError as exc:
             where = re.search(r"corrupted record at \d+", str(exc))
             detail = f" ({where.group(0)})" if where else ""
-            raise VerificationError(f"{shard['file']}: record {record + 1} is corrupt: its checksum does not "
-                                    f"match{detail}; records 0-{record} read back fine") from exc
+            raise VerificationError(
+                f"{shard['file']}: record {record + 1} is corrupt: its checksum does not "
+                f"match{detail}; records 0-{record} read back fine"
+            ) from exc
         except tf.errors.InvalidArgumentError as exc:
-            raise VerificationError(f"{shard['file']}: record {record + 1} cannot be parsed: "
-                                    f"{str(exc).splitlines()[0]}") from exc
+            raise VerificationError(
+                f"{shard['file']}: record {record + 1} cannot be parsed: {str(exc).splitlines()[0]}"
+            ) from exc
         count = record + 1
         if count != shard["records"]:
-            raise VerificationError(f"{shard['file']}: {count} records, the manifest says {shard['records']}")
+            raise VerificationError(
+                f"{shard['file']}: {count} records, the manifest says {shard['records']}"
+            )
         if not checksum_ok:
             raise VerificationError(f"{shard['file']}: SHA-256 differs from the manifest")
         position += count
         total += 1
     if position != len(images):
-        raise VerificationError(f"split {split!r}: {position} records in the shards, {len(images)} in the source")
+        raise VerificationError(
+            f"split {split!r}: {position} records in the shards, {len(images)} in the source"
+        )
     return {"shards": total, "records": position}
 
 
-@checks.arguments(path=datafiles.existing_file, offset=checks.optional(checks.whole(0)))
-def flip_bit(path: Path, offset: int | None = None) -> int:
-    """Flip the lowest bit of one byte of a file (the middle one by default); return its offset.
-    For demonstrating and testing corruption checks on a copy, never on data you need."""
-    path = Path(path)
-    checks.fits_memory(f"flip_bit on {path.name}", path.stat().st_size)
-    raw = bytearray(path.read_bytes())
-    if not raw:
-        raise ValueError(f"{path} is empty")
-    offset = len(raw) // 2 if offset is None else offset
-    if not 0 <= offset < len(raw):
-        raise ValueError(f"offset {offset} is outside {path.name} ({len(raw)} bytes)")
-    raw[offset] ^= 0x01
-    path.write_bytes(bytes(raw))
-    return offset
-
-
-@checks.arguments(out_dir=checks.path, split=datafiles.split_name)
-def shard_paths(out_dir: Path, split: str) -> list[str]:
-    """The shard files of ``split``, in order, as the manifest lists them."""
-    entry = read_manifest(Path(out_dir)).get(split)
-    if not entry:
-        raise ValueError(f"no split {split!r} in {Path(out_dir) / MANIFEST}")
-    return [str(Path(out_dir) / s["file"]) for s in entry["shards"]]
-
-
 def fresh_dir(path: Path) -> Path:
-    """Create ``path`` and delete its ``*.tfrecord*`` files: a check then sees only shards written since."""
+    """Create ``path`` and delete its ``*.tfrecord*`` files: a check then sees only shards written
+    since."""
     path = fileio.make_folder(path, "path")
     for old in path.glob("*.tfrecord*"):
         old.unlink()
@@ -260,15 +218,18 @@ def fresh_dir(path: Path) -> Path:
 
 
 def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
-    """Exercise (06): two GZIP shards in ``out_dir`` that read back as every image (raw or PNG) and label, in order."""
+    """Exercise (06): two GZIP shards in ``out_dir`` that read back as every image (raw or PNG) and
+    label, in order."""
     import numpy as np
     import tensorflow as tf
 
     lesson = lesson_module()
     files = sorted(Path(out_dir).glob("*.tfrecord*"))
     if len(files) != 2:
-        return not_yet(f"{len(files)} TFRecord files in {Path(out_dir).name}/, not 2: write two shards there "
-                       "with write_shard(..., gzip=True).")
+        return not_yet(
+            f"{len(files)} TFRecord files in {Path(out_dir).name}/, not 2: write two shards there "
+            "with write_shard(..., gzip=True)."
+        )
     position, counts = 0, []
     for path in files:
         count = 0
@@ -278,14 +239,32 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
             for record in tf.data.TFRecordDataset(str(path), compression_type="GZIP"):
                 parsed = tf.io.parse_single_example(record, lesson.PARSE_SPEC)
                 i = position + count
-                raw = int(tf.strings.length(parsed["image"])) == int(tf.reduce_prod(parsed["shape"]))  # or PNG
-                image = lesson.decode_image(parsed["image"], parsed["shape"], "raw" if raw else "png").numpy()
-                if i >= len(images) or int(parsed["label"]) != int(labels[i]) or not np.array_equal(image, images[i]):
-                    jpeg = " It holds JPEG bytes, which are lossy: write raw or PNG." if parsed["image"].numpy()[:2] == b"\xff\xd8" else ""
-                    return not_yet(f"{path.name}: record {count} is not image {i} of the split with its label.{jpeg}")
+                raw = int(tf.strings.length(parsed["image"])) == int(
+                    tf.reduce_prod(parsed["shape"])
+                )  # or PNG
+                image = lesson.decode_image(
+                    parsed["image"], parsed["shape"], "raw" if raw else "png"
+                ).numpy()
+                if (
+                    i >= len(images)
+                    or int(parsed["label"]) != int(labels[i])
+                    or not np.array_equal(image, images[i])
+                ):
+                    jpeg = (
+                        " It holds JPEG bytes, which are lossy: write raw or PNG."
+                        if parsed["image"].numpy()[:2] == b"\xff\xd8"
+                        else ""
+                    )
+                    return not_yet(
+                        f"{path.name}: record {count} is not image {i} of the split "
+                        f"with its label.{jpeg}"
+                    )
                 count += 1
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
-            return not_yet(f"{path.name}: record {count} is not an Example of raw or PNG image bytes: {type(exc).__name__}")
+            return not_yet(
+                f"{path.name}: record {count} is not an Example of raw or PNG image bytes: "
+                f"{type(exc).__name__}"
+            )
         if count == 0:
             return not_yet(f"{path.name} is empty: split the images between the two shards.")
         position += count
@@ -293,6 +272,8 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
     if position != len(images):
         return not_yet(f"the shards hold {position} records; the split has {len(images)}.")
     if abs(counts[0] - counts[1]) > 1:
-        return not_yet(f"the shards hold {counts[0]} and {counts[1]} records: put the first half of the images "
-                       "in one and the second half in the other.")
+        return not_yet(
+            f"the shards hold {counts[0]} and {counts[1]} records: "
+            "put the first half of the images in one and the second half in the other."
+        )
     return correct(f"{position} records in 2 GZIP shards, read back in order.")

@@ -67,7 +67,9 @@ def no_dialog(page, lab: Lab, name: str) -> None:
         dialog.locator("button").last.click()
         dialog.first.wait_for(state="detached", timeout=10_000)
         return
-    raise AssertionError(f"JupyterLab showed a dialog: {words[:500]}\n--- end of the server log:\n{lab.log_tail()}")
+    raise AssertionError(
+        f"JupyterLab showed a dialog: {words[:500]}\n--- end of the server log:\n{lab.log_tail()}"
+    )
 
 
 def save(page) -> None:
@@ -104,7 +106,9 @@ def click_widgets(page, lab: Lab, code: list[dict], stem: str) -> None:
         no_dialog(page, lab, stem)
         button.click()
         output = box.locator(".widget-output")
-        output.locator("img, [data-mime-type='application/vnd.jupyter.stderr']").first.wait_for(timeout=180_000)
+        output.locator("img, [data-mime-type='application/vnd.jupyter.stderr']").first.wait_for(
+            timeout=180_000
+        )
         failed = output.locator('[data-mime-type="application/vnd.jupyter.stderr"]')
         assert not failed.count(), f"widget {k} failed: {failed.first.inner_text()[:500]}"
         verdict = output.locator('[data-mime-type="application/vnd.jupyter.stdout"]').first
@@ -118,11 +122,15 @@ ON_KERNEL = """id => {
     const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
     const context = panel && panel.sessionContext;
     const kernel = context && context.session && context.session.kernel;
-    return Boolean(context && context.isReady && kernel && kernel.id === id && kernel.connectionStatus === "connected");
+    return Boolean(
+        context && context.isReady && kernel && kernel.id === id
+        && kernel.connectionStatus === "connected"
+    );
 }"""
 KERNEL_NOW = """() => {
     const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-    const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session
+        && panel.sessionContext.session.kernel;
     return kernel ? `${kernel.id} (${kernel.connectionStatus})` : "no kernel";
 }"""
 
@@ -134,8 +142,10 @@ def wait_for_kernel(page, kernel_id: str, timeout: float = 90) -> None:
     try:
         page.wait_for_function(ON_KERNEL, arg=kernel_id, timeout=timeout * 1000)
     except Exception as exc:  # playwright's TimeoutError: say what the notebook has instead
-        raise AssertionError(f"the notebook did not join kernel {kernel_id[:8]} within {timeout:.0f} s; "
-                             f"it has {page.evaluate(KERNEL_NOW)}") from exc
+        raise AssertionError(
+            f"the notebook did not join kernel {kernel_id[:8]} within {timeout:.0f} s; "
+            f"it has {page.evaluate(KERNEL_NOW)}"
+        ) from exc
 
 
 #: Close every document in the page's JupyterLab (without asking to save: the run was saved, and a
@@ -151,7 +161,8 @@ OPEN_NEXT = """async path => {
 }"""
 
 #: One JupyterLab page per browser, kept from one notebook to the next: loading the application
-#: took 5-8 s per notebook on a loaded 2-core machine, opening a notebook in a loaded page about 1 s.
+#: took 5-8 s per notebook on a loaded 2-core machine, opening a notebook in a loaded page
+#: about 1 s.
 #: A notebook whose run failed closes the page, so the next one starts in a fresh page.
 _PAGES: dict[int, object] = {}
 
@@ -170,12 +181,19 @@ def open_page(lab: Lab, browser, served: str):
     return page
 
 
-def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: float = 420,
-                      phases: dict[str, float] | None = None) -> None:
+def run_in_jupyterlab(
+    lab: Lab,
+    browser,
+    served: str,
+    kernel_id: str,
+    timeout: float = 420,
+    phases: dict[str, float] | None = None,
+) -> None:
     """Open a served notebook in JupyterLab (it joins the notebook's running kernel, ``kernel_id``),
     run all of it, save it, check it, click its widgets. Raises AssertionError saying what went
     wrong. ``phases``, if given, receives the seconds of each phase, in order: "open", "run all",
-    "save" (with the check of the saved cells) and "clicks"; a failed run leaves out the phases after it."""
+    "save" (with the check of the saved cells) and "clicks"; a failed run leaves out the phases
+    after it."""
     name = Path(served).name
     phases = {} if phases is None else phases
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -189,7 +207,9 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: f
     page = open_page(lab, browser, served)
     try:
         wait_for_kernel(page, kernel_id)
-        page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000)
+        page.wait_for_selector(
+            '.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=90_000
+        )
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=30_000)
         done("open")
         start_run_all(page, lab, name)
@@ -202,7 +222,9 @@ def run_in_jupyterlab(lab: Lab, browser, served: str, kernel_id: str, timeout: f
         problems = errors(notebook)
         assert not problems, "; ".join(problems)
         done("save")
-        click_widgets(page, lab, [c for c in notebook["cells"] if c["cell_type"] == "code"], Path(name).stem)
+        click_widgets(
+            page, lab, [c for c in notebook["cells"] if c["cell_type"] == "code"], Path(name).stem
+        )
         done("clicks")
     except BaseException:
         _PAGES.pop(id(browser), None)

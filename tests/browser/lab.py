@@ -35,8 +35,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("WORKBOOK_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 ARTIFACTS = ROOT / "artifacts" / "screenshots"
 WIDGET = re.compile(r"\b(ComparisonWidget|ExperimentWidget)\(")
@@ -50,7 +55,10 @@ def missing_browser() -> str | None:
     except ImportError:
         return "the Python package playwright is not installed (it is in requirements-test.txt)"
     if not CHROMIUM.exists():
-        return f"Chromium is not at {CHROMIUM} (Debian: apt-get install chromium; or set WORKBOOK_CHROMIUM)"
+        return (
+            f"Chromium is not at {CHROMIUM} "
+            "(Debian: apt-get install chromium; or set WORKBOOK_CHROMIUM)"
+        )
     return None
 
 
@@ -77,11 +85,15 @@ class Lab:
     def notebook_url(self, name: str) -> str:
         """The notebook alone in a fresh workspace (no tabs restored from an earlier notebook)."""
         workspace = "w" + secrets.token_hex(4)
-        return f"{self.url}/lab/workspaces/{workspace}/tree/notebooks/{name}?reset&token={self.token}"
+        return (
+            f"{self.url}/lab/workspaces/{workspace}/tree/notebooks/{name}?reset&token={self.token}"
+        )
 
     def api(self, path: str, method: str = "GET", body: dict | None = None) -> object:
         request = urllib.request.Request(
-            f"{self.url}/api/{path}", method=method, data=None if body is None else json.dumps(body).encode(),
+            f"{self.url}/api/{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
             headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -99,7 +111,11 @@ class Lab:
     def log_tail(self, lines: int = 30) -> str:
         """The end of the server's log (kernel deaths and restarts show there)."""
         log = self.root.parent / "lab.log"
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else "(no log)"
+        return (
+            "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+            if log.exists()
+            else "(no log)"
+        )
 
     def add_notebook(self, path: Path) -> str:
         """Copy a notebook into the served folder without its outputs; return its served path."""
@@ -111,10 +127,18 @@ class Lab:
         return f"notebooks/{path.name}"
 
     def start_session(self, served: str) -> tuple[str, str]:
-        """Start a kernel for a served notebook, as JupyterLab would; return (session id, kernel id).
-        JupyterLab, opening the notebook later, joins this session and its kernel."""
-        session = self.api("sessions", "POST", {"path": served, "name": Path(served).name, "type": "notebook",
-                                                "kernel": {"name": "python3"}})
+        """Start a kernel for a served notebook, as JupyterLab would; return (session id,
+        kernel id). JupyterLab, opening the notebook later, joins this session and its kernel."""
+        session = self.api(
+            "sessions",
+            "POST",
+            {
+                "path": served,
+                "name": Path(served).name,
+                "type": "notebook",
+                "kernel": {"name": "python3"},
+            },
+        )
         return session["id"], session["kernel"]["id"]
 
     def connection_file(self, kernel_id: str) -> Path:
@@ -133,8 +157,10 @@ class Lab:
 def write_settings(settings_dir: Path) -> None:
     """JupyterLab user settings: no news pop-up, no update check, no autosave."""
     files = {
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+            "fetchNews": "false",
+            "checkForUpdates": False,
+        },
         "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     }
     for relative, content in files.items():
@@ -149,7 +175,9 @@ def wait_until_up(url: str, token: str, process: subprocess.Popen, timeout: floa
         if process.poll() is not None:
             raise RuntimeError(f"jupyter lab exited early with code {process.returncode}")
         try:
-            request = urllib.request.Request(f"{url}/api/status", headers={"Authorization": f"token {token}"})
+            request = urllib.request.Request(
+                f"{url}/api/status", headers={"Authorization": f"token {token}"}
+            )
             with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
                     return
@@ -173,25 +201,46 @@ def stop(process: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def serve() -> Iterator[Lab]:
-    """A JupyterLab server on a folder of its own holding a copy of ``data/``, ``jobs/`` and ``notebooks/``."""
+    """A JupyterLab server on a folder of its own holding a copy of ``data/``, ``jobs/`` and
+    ``notebooks/``."""
     base = Path(tempfile.mkdtemp(prefix="workbook-lab-"))
     root = base / "workbook"
     (root / "notebooks").mkdir(parents=True)
-    shutil.copytree(ROOT / "data", root / "data", ignore=shutil.ignore_patterns("results", "generated"))
-    shutil.copytree(ROOT / "jobs", root / "jobs")  # notebook 16 reads the job files beside notebooks/
+    shutil.copytree(
+        ROOT / "data", root / "data", ignore=shutil.ignore_patterns("results", "generated")
+    )
+    shutil.copytree(
+        ROOT / "jobs", root / "jobs"
+    )  # notebook 16 reads the job files beside notebooks/
     write_settings(base / "settings")
     port, token = free_port(), secrets.token_hex(24)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(base / "config"), "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-           "JUPYTER_DATA_DIR": str(base / "data"), "WORKBOOK_SCALE": os.environ.get("WORKBOOK_SCALE", "small")}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTER_DATA_DIR": str(base / "data"),
+        "WORKBOOK_SCALE": os.environ.get("WORKBOOK_SCALE", "small"),
+    }
     command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-        f"--LabApp.user_settings_dir={base / 'settings'}", f"--LabApp.workspaces_dir={base / 'workspaces'}",
-        "--ServerApp.port_retries=0", "--LabApp.expose_app_in_browser=True",  # window.jupyterapp, for drive.py
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={base / 'settings'}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        "--ServerApp.port_retries=0",
+        "--LabApp.expose_app_in_browser=True",  # window.jupyterapp, for drive.py
         *(["--allow-root"] if os.geteuid() == 0 else []),
     ]
     with open(base / "lab.log", "w") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             wait_until_up(f"http://127.0.0.1:{port}", token, process)
             yield Lab(f"http://127.0.0.1:{port}", token, root, base / "runtime")
@@ -206,7 +255,9 @@ def chromium() -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
         try:
             yield browser
         finally:

@@ -36,8 +36,11 @@ def served(browser_ready, tmp_path_factory) -> Iterator[str]:
     seconds = time.perf_counter() - started
     assert seconds < 120, f"make site took {seconds:.0f} s; the issue allows two minutes"
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(out)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "-b", "127.0.0.1", "-d", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -73,14 +76,21 @@ def test_every_notebook_page_renders_with_its_figures(site_page, served):
         assert heading.strip(), f"{path.name}: no title"
         images = site_page.locator("main .cell_output img")
         want = saved_figures(path)
-        assert images.count() >= want, f"{path.name}: {images.count()} figures on the page, {want} saved"
-        loaded = site_page.evaluate("() => [...document.querySelectorAll('main .cell_output img')].every(i => i.naturalWidth > 0)")
+        assert images.count() >= want, (
+            f"{path.name}: {images.count()} figures on the page, {want} saved"
+        )
+        loaded = site_page.evaluate(
+            "() => [...document.querySelectorAll('main .cell_output img')]"
+            ".every(i => i.naturalWidth > 0)"
+        )
         assert loaded, f"{path.name}: a figure did not load"
         assert site_page.locator("#copy-this").count() == 1, f"{path.name}: no 'Copy this' anchor"
         assert "make lab" in site_page.locator("main").inner_text()
     site_page.goto(f"{served}/notebooks/07_tune_input_pipeline.html", wait_until="load")
     site_page.screenshot(path=str(ARTIFACTS / "site-07_tune_input_pipeline.png"), full_page=False)
-    outside = [u for u in site_page.requests if not u.startswith(served) and not u.startswith("data:")]
+    outside = [
+        u for u in site_page.requests if not u.startswith(served) and not u.startswith("data:")
+    ]
     assert not outside, f"the site asked the network for {outside[:5]}"
 
 
@@ -100,7 +110,12 @@ def test_code_cells_have_a_copy_button_and_widgets_a_note(site_page, served):
     buttons.first.wait_for(state="attached", timeout=15000)
     assert buttons.count() >= 10
     assert site_page.locator("text=A live widget").count() >= 1
-    inputs = site_page.evaluate("() => [...document.querySelectorAll('main div.cell_input')].map(e => e.innerText).join('\\n')")
-    assert inputs and "NBVAL_" not in inputs  # test-only comments left out of the code shown (outputs are as saved)
+    inputs = site_page.evaluate(
+        "() => [...document.querySelectorAll('main div.cell_input')]"
+        ".map(e => e.innerText).join('\\n')"
+    )
+    assert (
+        inputs and "NBVAL_" not in inputs
+    )  # test-only comments left out of the code shown (outputs are as saved)
     site_page.locator("#copy-this").scroll_into_view_if_needed()
     site_page.screenshot(path=str(ARTIFACTS / "site-13-copy-this.png"))

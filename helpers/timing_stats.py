@@ -1,0 +1,132 @@
+"""What a set of timed calls says: ``Timing`` (the seconds of each call, with the median,
+quartiles and throughput), ``comparison_table`` (the speed-up table ``timing.compare`` returns,
+built from timings), ``format_seconds`` and ``span`` (a table's ``"low-high"`` cell read back).
+
+It serves every notebook that times something: ``timing`` takes the measurements and
+re-exports these names, so notebooks and topics reach them as ``timing.Timing``,
+``timing.format_seconds`` and so on.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The seconds each timed call took, with the statistics the workbook reports."""
+
+    label: str
+    seconds: tuple[float, ...]
+    items: int | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.seconds)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def minimum(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def maximum(self) -> float:
+        return max(self.seconds)
+
+    @property
+    def q1(self) -> float:
+        return _quantile(self.seconds, 0.25)
+
+    @property
+    def q3(self) -> float:
+        return _quantile(self.seconds, 0.75)
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def throughput(self) -> float | None:
+        """Items per second at the median, when ``items`` was given."""
+        return None if self.items is None else self.items / self.median
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.label}: median {format_seconds(self.median)} "
+            f"(IQR {format_seconds(self.q1)}-{format_seconds(self.q3)}, "
+            f"min {format_seconds(self.minimum)}, n={self.count})"
+        )
+        if self.throughput is not None:
+            text += f", {self.throughput:,.0f} items/s"
+        return text
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default), exact for one value."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def format_seconds(seconds: float) -> str:
+    """Format a duration with a readable unit: ``1.23 s``, ``4.56 ms``, ``7.8 µs``."""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def comparison_table(timings: Mapping[str, Timing], baseline: str) -> Any:
+    """Build ``compare``'s table from timings already taken (baseline row first)."""
+    import pandas as pd
+
+    if baseline not in timings:
+        raise ValueError(f"baseline {baseline!r} is not one of {list(timings)}")
+    base = timings[baseline]
+    rows = []
+    for name, t in timings.items():
+        row = {
+            "variant": name,
+            "median_s": t.median,
+            "min_s": t.minimum,
+            "max_s": t.maximum,
+            "q1_s": t.q1,
+            "q3_s": t.q3,
+            "repeats": t.count,
+            "speedup": _ratio(base.median, t.median),
+            "speedup_low": _ratio(base.q1, t.q3),
+            "speedup_high": _ratio(base.q3, t.q1),
+        }
+        if t.items is not None:
+            row["items_per_s"] = t.items / t.median
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("variant")
+    table.attrs["baseline"] = baseline
+    table.attrs["timings"] = dict(timings)
+    return table
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b, with inf (or nan for 0/0) where the clock could not resolve b."""
+    if b > 0:
+        return a / b
+    return math.nan if a == 0 else math.inf
+
+
+def span(text: Any) -> tuple[float, float] | tuple[None, None]:
+    """A table's ``"low-high"`` cell (``"1.56-1.91"``, ``"310-402"``) as two numbers; anything
+    else (an empty cell, a skipped row's NaN) as ``(None, None)``."""
+    try:
+        low, high = str(text).split("-")
+        return float(low), float(high)
+    except ValueError:
+        return None, None

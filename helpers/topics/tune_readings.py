@@ -1,0 +1,119 @@
+"""Notebook 16's readings beside the tuning report: the figure of each trial's gain over the job
+with its quartile range, the computed line on the tuned job head to head with notebook 14's
+hand-tuned one (``tuning.head_to_head``), and whether a job is input- or compute-bound (from the
+diagnosis' ``timing.compare`` table). ``tune_report`` re-exports all three for the notebook.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helpers import timing
+from helpers.topics.tuning_trials import BASELINE, COMBINED, HAND
+
+
+def figure(frame: Any, title: str = "") -> Any:
+    """Gain of each measured trial over the job, with its quartile range; 1.0 marked."""
+    import matplotlib.pyplot as plt
+
+    measured = frame[frame["gain"].notna()].drop(index=BASELINE, errors="ignore")
+    fig, ax = plt.subplots(figsize=(7, 0.45 * max(3, len(measured)) + 1))
+    names = list(measured.index)[::-1]
+    gains = [float(measured.at[n, "gain"]) for n in names]
+    spans = [timing.span(measured.at[n, "gain q1-q3"]) for n in names]
+    colors = [
+        "tab:green"
+        if measured.at[n, "verdict"] == "faster"
+        else "tab:red"
+        if measured.at[n, "verdict"] in ("slower", "trains differently")
+        else "tab:gray"
+        for n in names
+    ]
+    ax.barh(
+        names,
+        gains,
+        color=colors,
+        xerr=[
+            [g - lo for g, (lo, _) in zip(gains, spans, strict=True)],
+            [hi - g for g, (_, hi) in zip(gains, spans, strict=True)],
+        ],
+    )
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_xlabel("examples per second, relative to the job as it is (quartile range)")
+    ax.set_title(title or "What each change did to your job")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def head_to_head_reading(frame: Any) -> str:
+    """One computed line from ``tuning.head_to_head``'s table: the tuned job's speed against the
+    hand-tuned one's, both over notebook 14's naive job (one start for both), with the quartile
+    ranges' reading; and why the gain over each job's own start differs."""
+    t = frame.attrs["timings"]
+    rate = {name: (x.items / x.median, x.items / x.q3, x.items / x.q1) for name, x in t.items()}
+    (mine, mine_lo, mine_hi), (theirs, theirs_lo, theirs_hi) = rate[COMBINED], rate[HAND[1]]
+    naive, own = rate[HAND[0]][0], rate[BASELINE][0]
+    who = (
+        "the tuner's settings"
+        if frame.attrs.get("changed", True)
+        else "the job as it is (no change paid within the budget)"
+    )
+    if mine_lo <= theirs_hi and theirs_lo <= mine_hi:
+        reading = "their quartile ranges overlap: this run does not tell the two apart"
+    else:
+        reading = (
+            "their quartile ranges do not overlap: "
+            f"{'the hand-tuned job' if theirs > mine else 'the tuner'} was faster on this run"
+        )
+    return (
+        f"In one rotation of fresh processes, {who} ran the job at {mine:,.0f} examples/s "
+        "and notebook 14's hand-tuned "
+        f"job at {theirs:,.0f}/s: {mine / theirs:.0%} of its speed ({reading}). "
+        "Over the same start, notebook 14's naive "
+        f"job ({naive:,.0f}/s), that is {mine / naive:.2f}x against {theirs / naive:.2f}x. "
+        "Over its own start, the job as "
+        f"model.fit runs it ({own:,.0f}/s), the tuner gained {mine / own:.2f}x: "
+        "model.fit runs the naive job "
+        f"{own / naive:.2f}x as fast as the capstone's own loop, "
+        "so gains over different starts do not compare."
+    )
+
+
+def bound_reading(table: Any) -> str:
+    """Input- or compute-bound, from a ``timing.compare`` table of "data only", "compute only"
+    and "end to end" with ``items_per_s``: one computed line."""
+    data, compute, both = (
+        float(table.at[k, "items_per_s"]) for k in ("data only", "compute only", "end to end")
+    )
+    shared = 1 / (1 / data + 1 / compute)  # the two one after the other on the same cores
+    kind = (
+        f"Input-bound: the pipeline alone gives {data:,.0f} examples/s, "
+        f"less than the model takes ({compute:,.0f}/s)"
+        if data < compute
+        else f"Compute-bound: the model alone takes {compute:,.0f} examples/s, "
+        f"less than the pipeline gives ({data:,.0f}/s)"
+    )
+    if both < 0.95 * shared:
+        turns = (
+            f" End to end is below even the two taking turns ({shared:,.0f}/s): "
+            "something besides the two sides costs time "
+            "when they run together (a Python "
+            "feed and the training steps competing for the interpreter, say), "
+            "so making either side cheaper pays, the "
+            "faster one included."
+        )
+    elif both < 0.8 * min(data, compute):
+        turns = (
+            " End to end is well below the slower of the two: "
+            "the two take turns on the same cores rather than overlap, "
+            "so making either side cheaper pays, the faster one included."
+        )
+    else:
+        turns = ""
+    return (
+        f"{kind}. End to end: {both:,.0f}/s, "
+        f"{both / min(data, compute):.0%} of the slower of the two; "
+        f"{shared:,.0f}/s is what to expect if the two took turns on the same cores, "
+        f"{min(data, compute):,.0f}/s if they overlapped perfectly.{turns}"
+    )
