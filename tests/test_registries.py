@@ -72,6 +72,50 @@ def test_every_topic_module_that_registers_comparisons_is_read_by_the_bench():
     )
 
 
+def exercise_checks() -> set[str]:
+    """The ``check_*`` functions the notebooks' exercise cells call."""
+    found = set()
+    for name in NOTEBOOKS:
+        cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+        for cell in cells:
+            text = source(cell) if cell["cell_type"] == "code" else ""
+            if "NBVAL_CHECK_OUTPUT" in text:
+                found |= set(re.findall(r"\.(check_\w+)\(", text))
+    return found
+
+
+def grader_calls() -> dict[str, int]:
+    """Per check name: how many test functions in tests/ call it, a parametrized one (a table of
+    answers) counting as many."""
+    calls: dict[str, int] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            table = any("parametrize" in ast.unparse(d) for d in node.decorator_list)
+            names = {
+                n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                for n in ast.walk(node)
+                if isinstance(n, ast.Call)
+            }
+            # A grader run in a child program (notebook 13's needs logical devices) is named for
+            # its check: test_check_mirrored_grader_table tries check_mirrored's table.
+            named = re.findall(r"(check_\w+?)_grader", node.name)
+            for check in {n for n in names if n.startswith("check_")} | set(named):
+                calls[check] = calls.get(check, 0) + (2 if table or check in named else 1)
+    return calls
+
+
+def test_every_exercise_check_is_tried_as_a_grader():
+    """A check a notebook's exercise calls is tried by tests with more than one answer (a
+    parametrized table in tests/test_graders.py, or several tests): a new notebook's check
+    cannot go untested."""
+    checks, calls = exercise_checks(), grader_calls()
+    assert len(checks) >= 20, checks
+    untried = sorted(c for c in checks if calls.get(c, 0) < 2)
+    assert not untried, f"no grader tries {untried} with several answers (tests/test_graders.py)"
+
+
 def test_every_lesson_module_is_found_by_its_notebooks_name():
     from helpers import lessons
 
