@@ -94,11 +94,17 @@ def existing_file(text: str) -> str:
     return text
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"must be a JSON object; NaN and Infinity are not JSON, got {name}")
+
+
 def json_object(text: str) -> dict[str, Any]:
     """A JSON object, such as '{"jit_compile": true}'."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):  # NaN or Infinity: _no_constant
+            raise argparse.ArgumentTypeError(str(exc)) from None
         raise argparse.ArgumentTypeError(
             f"must be a JSON object, {exc.msg} at character {exc.pos}"
         ) from None
