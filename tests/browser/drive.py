@@ -8,6 +8,7 @@ import re
 import time
 from pathlib import Path
 
+from helpers import deadline
 from helpers.nbtools import source
 
 from .lab import ARTIFACTS, RAISES, WIDGET, Lab
@@ -17,15 +18,19 @@ def wait_for_idle(page, timeout: float) -> None:
     """Wait until the kernel is idle and no cell shows the running prompt [*], for half a second
     (three looks a quarter of a second apart: Run All queues every cell at once, so a notebook
     still running always shows a [*])."""
-    deadline, calm = time.monotonic() + timeout, 0
-    while time.monotonic() < deadline:
+    calm = 0
+
+    def settled() -> bool:
+        nonlocal calm
         idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').count() > 0
         running = page.locator(".jp-InputPrompt", has_text="[*]").count()
         calm = calm + 1 if idle and not running else 0
-        if calm >= 3:
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"the notebook was still running after {timeout:.0f} s")
+        return calm >= 3
+
+    try:
+        deadline.until(settled, timeout, "the notebook to finish running", interval=0.25)
+    except deadline.WaitTimeout:
+        raise AssertionError(f"the notebook was still running after {timeout:.0f} s") from None
 
 
 def run_all(page) -> None:

@@ -26,11 +26,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from helpers import deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("WORKBOOK_CHROMIUM", "/usr/bin/chromium"))
@@ -170,20 +171,22 @@ def write_settings(settings_dir: Path) -> None:
 
 
 def wait_until_up(url: str, token: str, process: subprocess.Popen, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"jupyter lab exited early with code {process.returncode}")
+        request = urllib.request.Request(
+            f"{url}/api/status", headers={"Authorization": f"token {token}"}
+        )
         try:
-            request = urllib.request.Request(
-                f"{url}/api/status", headers={"Authorization": f"token {token}"}
-            )
             with urllib.request.urlopen(request, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)  # the server is not listening yet
-    raise RuntimeError(f"jupyter lab did not answer at {url} within {timeout:.0f} s")
+                return response.status == 200
+        except OSError:  # the server is not listening yet
+            return False
+
+    try:
+        deadline.until(answers, timeout, f"jupyter lab to answer at {url}", interval=0.5)
+    except deadline.WaitTimeout as exc:
+        raise RuntimeError(str(exc)) from None
 
 
 def stop(process: subprocess.Popen) -> None:

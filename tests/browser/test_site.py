@@ -15,12 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from helpers import site
+from helpers import deadline, site
 from tests.browser.conftest import ARTIFACTS, ROOT, free_port
 
 pytestmark = pytest.mark.browser  # drives Chromium: left out of make quick
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def listening(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=1).close()
+        return True
+    except OSError:  # not listening yet
+        return False
 
 
 def saved_figures(path: Path) -> int:
@@ -43,12 +51,7 @@ def served(browser_ready, tmp_path_factory) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url, timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)  # waiting for the server to listen
+        deadline.until(lambda: listening(url), 10, f"the site's server at {url}")
         yield url
     finally:
         server.kill()
