@@ -430,6 +430,23 @@ def test_the_command_line_refuses_a_bad_job_with_one_line(tmp_path):
     )
 
 
+def test_a_change_whose_spread_gives_no_verdict_is_tried_again_whatever_its_median():
+    """Notebook 16's run of 2026-11-28: mixed_bfloat16 alone at 0.71x by its median, its runs
+    from 0.55x to 1.13x: no clear difference, so worth trying on top of what paid, while a change
+    clearly 2x slower is not."""
+    outcomes = {
+        BASELINE: outcome(BASELINE, [1.0, 1.02, 0.98, 1.01, 1.0]),
+        "mixed_bfloat16": outcome("mixed_bfloat16", [0.85, 0.9, 1.4, 1.8, 1.9]),
+        "oneDNN off": outcome("oneDNN off", [2.0, 2.1, 1.9, 2.0, 2.05]),
+        "slightly slower": outcome("slightly slower", [1.06, 1.07, 1.05, 1.06, 1.07]),
+    }
+    frame = tune_report.table(outcomes)
+    assert frame.at["mixed_bfloat16", "verdict"] == "no clear difference"
+    assert frame.at["mixed_bfloat16", "gain"] < 0.9  # the median alone would have left it out
+    assert frame.at["slightly slower", "verdict"] == "slower"
+    assert sorted(tune_report.worth_retrying(frame)) == ["mixed_bfloat16", "slightly slower"]
+
+
 def test_what_did_not_pay_alone_is_tried_again_on_top_and_reported():
     outcomes, combined, frame = measured_frame()
     assert tune_report.worth_retrying(frame) == [
