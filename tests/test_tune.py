@@ -252,7 +252,7 @@ def test_the_table_ranks_by_gain_and_says_what_happened_to_each():
     assert reading.startswith("1 of 5 trials made the job faster: XLA (1.99x).")
     assert "oneDNN off made it slower" in reading and "batch 128 broke the job" in reading
     assert (
-        "All of them together: 2.22x (quartiles 2.20-2.25); "
+        "All of them together: 2.22x (2.20-2.25 from the quartiles of both); "
         "the product of their gains measured one at a time is 1.99x, outside" in reading
     )
 
@@ -497,6 +497,26 @@ def test_the_readings_are_computed_from_the_tables():
     assert tune_report.bound_reading(diagnosis).startswith(
         "Input-bound: the pipeline alone gives 100 examples/s"
     )
+
+
+def test_the_reading_says_when_end_to_end_quartiles_cross_a_line():
+    """Notebook 16's saved run: end to end at two levels (3.0 and 5.1 s for 2,048 examples), so
+    its median read 'below the two taking turns' and its fast quartile 'taking turns'."""
+    from helpers import timing
+
+    seconds = {
+        "end to end": (5.11, 3.00, 5.20, 3.08, 5.11),
+        "data only": (1.20, 1.17, 1.28, 1.19, 1.27),
+        "compute only": (2.34, 2.25, 2.56, 2.27, 2.56),
+    }
+    timings = {k: timing.Timing(k, v, 2048) for k, v in seconds.items()}
+    table = timing.comparison_table(timings, "end to end")
+    reading = tune_report.bound_reading(table)
+    assert "End to end is below even the two taking turns" in reading
+    assert "But end to end's quartiles span 401 to 665/s" in reading and "either way" in reading
+    steady = {**timings, "end to end": timing.Timing("end to end", (5.1, 5.0, 5.2, 5.1, 5.0), 2048)}
+    reading = tune_report.bound_reading(timing.comparison_table(steady, "end to end"))
+    assert "below even the two taking turns" in reading and "either way" not in reading
 
 
 XLA = Trial(COMBINED, {"jit_compile": True})

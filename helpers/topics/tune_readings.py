@@ -80,9 +80,35 @@ def head_to_head_reading(frame: Any) -> str:
     )
 
 
+def _overlap_case(both: float, data: float, compute: float) -> str:
+    """Which of the three readings an end-to-end rate gives, beside the two sides alone."""
+    if both < 0.95 / (1 / data + 1 / compute):  # below the two taking turns, with 5 % to spare
+        return "worse than turns"
+    if both < 0.8 * min(data, compute):  # well below the slower side
+        return "turns"
+    return "overlap"
+
+
+#: What each case adds to the reading.
+_CASES = {
+    "worse than turns": (
+        " End to end is below even the two taking turns ({shared:,.0f}/s): "
+        "something besides the two sides costs time when they run together (a Python "
+        "feed and the training steps competing for the interpreter, say), so making either side "
+        "cheaper pays, the faster one included."
+    ),
+    "turns": (
+        " End to end is well below the slower of the two: the two take turns on the same cores "
+        "rather than overlap, so making either side cheaper pays, the faster one included."
+    ),
+    "overlap": "",
+}
+
+
 def bound_reading(table: Any) -> str:
     """Input- or compute-bound, from a ``timing.compare`` table of "data only", "compute only"
-    and "end to end" with ``items_per_s``: one computed line."""
+    and "end to end" with ``items_per_s``: one computed line. Where the table keeps its raw
+    timings and end to end's quartiles fall on two sides of a line between readings, it says so."""
     data, compute, both = (
         float(table.at[k, "items_per_s"]) for k in ("data only", "compute only", "end to end")
     )
@@ -94,26 +120,28 @@ def bound_reading(table: Any) -> str:
         else f"Compute-bound: the model alone takes {compute:,.0f} examples/s, "
         f"less than the pipeline gives ({data:,.0f}/s)"
     )
-    if both < 0.95 * shared:
-        turns = (
-            f" End to end is below even the two taking turns ({shared:,.0f}/s): "
-            "something besides the two sides costs time "
-            "when they run together (a Python "
-            "feed and the training steps competing for the interpreter, say), "
-            "so making either side cheaper pays, the "
-            "faster one included."
-        )
-    elif both < 0.8 * min(data, compute):
-        turns = (
-            " End to end is well below the slower of the two: "
-            "the two take turns on the same cores rather than overlap, "
-            "so making either side cheaper pays, the faster one included."
-        )
-    else:
-        turns = ""
-    return (
+    case = _overlap_case(both, data, compute)
+    reading = (
         f"{kind}. End to end: {both:,.0f}/s, "
         f"{both / min(data, compute):.0%} of the slower of the two; "
         f"{shared:,.0f}/s is what to expect if the two took turns on the same cores, "
-        f"{min(data, compute):,.0f}/s if they overlapped perfectly.{turns}"
+        f"{min(data, compute):,.0f}/s if they overlapped perfectly."
+        + _CASES[case].format(shared=shared)
+    )
+    return reading + _spread_caveat(table, data, compute, case)
+
+
+def _spread_caveat(table: Any, data: float, compute: float, case: str) -> str:
+    """A sentence when end to end's quartile rates give another reading than its median."""
+    timing_ = getattr(table, "attrs", {}).get("timings", {}).get("end to end")
+    if timing_ is None or not timing_.items:
+        return ""
+    slow, fast = timing_.items / timing_.q3, timing_.items / timing_.q1
+    cases = {_overlap_case(rate, data, compute) for rate in (slow, fast)} | {case}
+    if len(cases) == 1:
+        return ""
+    return (
+        f" But end to end's quartiles span {slow:,.0f} to {fast:,.0f}/s, across a line between "
+        "these readings (its times jumped between levels): on this run the reading could fall "
+        "either way, so rerun it, or let the trials below decide."
     )

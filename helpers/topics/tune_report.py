@@ -146,7 +146,8 @@ def summary(frame: Any, second: Any = None) -> str:
         low, high = timing.span(c["gain q1-q3"])
         inside = "inside" if low <= product <= high else "outside"
         parts.append(
-            f"All of them together: {c['gain']:.2f}x (quartiles {c['gain q1-q3']}); "
+            f"All of them together: {c['gain']:.2f}x "
+            f"({c['gain q1-q3']} from the quartiles of both); "
             "the product of their gains "
             f"measured {'one at a time' if second is None else 'alone and on top'} "
             f"is {product:.2f}x, {inside} "
