@@ -724,16 +724,29 @@ def test_slowest_op_grader(row, trace):
 # --- 12: a mixed-precision model with a float32 output; a loss-scaled step ----------------------
 
 
-def _classifier(policy, last_dtype=None, softmax_layer=False):
+def _classifier(
+    policy, last_dtype=None, softmax_layer=False, softmax_dtype="float32", cast_after=False
+):
+    """The exercise's classifier under ``policy``; ``softmax_layer`` puts the softmax in a layer
+    of its own (an Activation, or a Softmax layer if it says "Softmax") of ``softmax_dtype``;
+    ``cast_after`` appends a float32 layer that only casts (the mistake: the softmax was already
+    rounded to 16 bits)."""
     import keras
 
     keras.mixed_precision.set_global_policy(policy)
     try:
         layers = [keras.Input((8,)), keras.layers.Dense(16, activation="relu")]
         if softmax_layer:  # another spelling: a separate float32 Activation after the logits
-            layers += [keras.layers.Dense(3), keras.layers.Activation("softmax", dtype="float32")]
+            last = (
+                keras.layers.Softmax(dtype=softmax_dtype)
+                if softmax_layer == "Softmax"
+                else keras.layers.Activation("softmax", dtype=softmax_dtype)
+            )
+            layers += [keras.layers.Dense(3), last]
         else:
             layers.append(keras.layers.Dense(3, activation="softmax", dtype=last_dtype))
+        if cast_after:
+            layers.append(keras.layers.Activation("linear", dtype="float32"))
         return keras.Sequential(layers)
     finally:
         keras.mixed_precision.set_global_policy("float32")
@@ -758,6 +771,20 @@ FLOAT32_OUTPUT = [
         lambda: _classifier("mixed_float16", "float32"),
         True,
         "the output is float32",
+    ),
+    (
+        "a float32 layer after a bfloat16 softmax",
+        lambda: _classifier("mixed_bfloat16", cast_after=True),
+        False,
+        "computes its softmax in bfloat16",
+    ),
+    (
+        "a bfloat16 Softmax layer before a float32 one",
+        lambda: _classifier(
+            "mixed_bfloat16", softmax_layer=True, softmax_dtype=None, cast_after=True
+        ),
+        False,
+        "computes its softmax in bfloat16",
     ),
     (
         "all float32 (no mixed precision)",

@@ -31,9 +31,21 @@ def check_float32_output(model: Any) -> Feedback:
         return not_yet(f"calling your model raised {type(exc).__name__}: {exc}")
     if output.dtype != "float32":
         return not_yet(f"the model's output is {output.dtype}: give its last layer dtype='float32'")
+    rounded = [layer for layer in model.layers if layer.name in low and _applies_softmax(layer)]
+    if rounded:  # a float32 layer after it casts a softmax already rounded to 16 bits
+        return not_yet(
+            f"layer {rounded[0].name!r} computes its softmax in {rounded[0].compute_dtype}: "
+            "the output is float32 only after it; give the layer with the softmax dtype='float32'"
+        )
     return correct(
         f"{len(low)} of {len(model.layers)} layers compute in 16 bits, the output is float32"
     )
+
+
+def _applies_softmax(layer: Any) -> bool:
+    """Whether ``layer`` applies a softmax: its activation (Dense, Activation) or its kind."""
+    activation = getattr(layer, "activation", None)
+    return type(layer).__name__ == "Softmax" or getattr(activation, "__name__", "") == "softmax"
 
 
 def check_scaled_step(step: Callable[..., Any]) -> Feedback:
