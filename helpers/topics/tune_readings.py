@@ -128,20 +128,32 @@ def bound_reading(table: Any) -> str:
         f"{min(data, compute):,.0f}/s if they overlapped perfectly."
         + _CASES[case].format(shared=shared)
     )
-    return reading + _spread_caveat(table, data, compute, case)
+    return reading + _spread_caveat(table, data, compute, both)
 
 
-def _spread_caveat(table: Any, data: float, compute: float, case: str) -> str:
-    """A sentence when end to end's quartile rates give another reading than its median."""
-    timing_ = getattr(table, "attrs", {}).get("timings", {}).get("end to end")
-    if timing_ is None or not timing_.items:
-        return ""
-    slow, fast = timing_.items / timing_.q3, timing_.items / timing_.q1
-    cases = {_overlap_case(rate, data, compute) for rate in (slow, fast)} | {case}
-    if len(cases) == 1:
+def _spread_caveat(table: Any, data: float, compute: float, both: float) -> str:
+    """A sentence when some side's quartile rates give another reading than the medians: each of
+    the three sides taken at its slow and its fast quartile, the other two at their medians."""
+    timings = getattr(table, "attrs", {}).get("timings", {})
+    medians = {"data only": data, "compute only": compute, "end to end": both}
+    sides = {"end to end": "end to end", "data only": "the pipeline", "compute only": "the model"}
+
+    def reading(rates: dict[str, float]) -> tuple[bool, str]:  # which bound, which overlap case
+        d, c, b = rates["data only"], rates["compute only"], rates["end to end"]
+        return d < c, _overlap_case(b, d, c)
+
+    crossed = []
+    for key, name in sides.items():
+        t = timings.get(key)
+        if t is None or not t.items:
+            continue
+        slow, fast = t.items / t.q3, t.items / t.q1
+        if {reading({**medians, key: rate}) for rate in (slow, fast)} != {reading(medians)}:
+            crossed.append(f"{name}'s quartiles span {slow:,.0f} to {fast:,.0f}/s")
+    if not crossed:
         return ""
     return (
-        f" But end to end's quartiles span {slow:,.0f} to {fast:,.0f}/s, across a line between "
-        "these readings (its times jumped between levels): on this run the reading could fall "
-        "either way, so rerun it, or let the trials below decide."
+        f" But {' and '.join(crossed)}, across a line between these readings (times that jumped "
+        "between levels): on this run the reading could fall either way, so rerun it, or let "
+        "the trials below decide."
     )

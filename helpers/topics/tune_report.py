@@ -156,6 +156,10 @@ def summary(frame: Any, second: Any = None) -> str:
     return " ".join(parts)
 
 
+#: The report's last section: the changes alone, best first, then those that paid on top of them.
+PAID_HEADING = "## The changes that paid (alone, best first; then on top, best first)"
+
+
 def markdown(frame: Any, job: str, stamp: str, second: Any = None) -> str:
     """The report as markdown: the reading, the table, and the changes to make."""
     lines = [
@@ -204,7 +208,7 @@ def markdown(frame: Any, job: str, stamp: str, second: Any = None) -> str:
         [] if second is None else faster(second)
     )
     if won:
-        lines += ["", "## The changes that paid, best first", ""]
+        lines += ["", PAID_HEADING, ""]
         for name in won:
             where = frame if name in faster(frame) else second
             lines += [
