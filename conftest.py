@@ -48,7 +48,15 @@ def pytest_addoption(parser) -> None:
     )
 
 
+#: The machine's speed at the start and the end of the run (``timing_stats.speed_probe``).
+PROBES: dict[str, float] = {}
+
+
 def pytest_configure(config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, not an xdist worker
+        from helpers.timing_stats import speed_probe
+
+        PROBES["start"] = speed_probe()
     if config.getoption("--nbval-lab", default=False):
         sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ as a package
         from tests.browser.lab import in_ci, missing_browser
@@ -305,6 +313,13 @@ def pytest_terminal_summary(terminalreporter) -> None:
                     phases[name] = value
             rerun[name] += again
             cells[name] += 1
+    if "start" in PROBES:
+        from helpers.timing_stats import speed_probe
+
+        terminalreporter.write_line(
+            f"speed probe (a fixed Python loop, best of 3): {PROBES['start'] * 1e3:.0f} ms at the "
+            f"start, {speed_probe() * 1e3:.0f} ms at the end; compare run times at similar probes"
+        )
     if not first:
         return
     where = (

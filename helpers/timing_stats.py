@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from helpers import checks
 
 
 @dataclass(frozen=True)
@@ -130,3 +133,17 @@ def span(text: Any) -> tuple[float, float] | tuple[None, None]:
         return float(low), float(high)
     except ValueError:
         return None, None
+
+
+@checks.arguments(loops=checks.whole(1, 100_000_000), tries=checks.whole(1, 100))
+def speed_probe(loops: int = 5_000_000, tries: int = 3) -> float:
+    """Seconds a fixed pure-Python loop takes on one core, best of ``tries``: how fast this machine
+    runs right now. A shared virtual machine's speed changes from hour to hour (the same suite
+    has taken 890 s and 1,183 s an hour apart), so compare run times made at similar probes."""
+    best = float("inf")
+    for _ in range(tries):
+        start, total = time.perf_counter(), 0
+        for i in range(loops):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return best

@@ -250,3 +250,13 @@ def test_span_reads_a_tables_low_high_cell():
     assert timing.span("1.56-1.91") == (1.56, 1.91) and timing.span("310-402") == (310.0, 402.0)
     for cell in ("", float("nan"), None, "1.5", "a-b", "1-2-3"):
         assert timing.span(cell) == (None, None), cell
+
+
+def test_speed_probe_times_a_fixed_loop_and_refuses_no_work():
+    from helpers.timing_stats import speed_probe
+
+    seconds = speed_probe(loops=1_000, tries=2)
+    assert 0 < seconds < 1  # a thousand additions, best of two
+    for bad in ({"loops": 0}, {"tries": 0}, {"tries": 1.5}, {"loops": True}, {"tries": 10**6}):
+        with pytest.raises((TypeError, ValueError), match="tries|loops"):
+            speed_probe(**bad)
