@@ -20,7 +20,9 @@
 from __future__ import annotations
 
 import re
+import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -48,15 +50,23 @@ def pytest_addoption(parser) -> None:
     )
 
 
-#: The machine's speed at the start and the end of the run (``timing_stats.speed_probe``).
-PROBES: dict[str, float] = {}
+#: The machine's speed through the run: ``timing_stats.speed_probe`` every ``PROBE_EVERY`` seconds
+#: in a thread of the controller (a shared machine's speed changes from minute to minute).
+PROBES: list[float] = []
+PROBE_EVERY = 30.0
+
+
+def _probe_forever() -> None:
+    from helpers.timing_stats import speed_probe
+
+    while True:
+        PROBES.append(speed_probe(loops=1_000_000, tries=1))  # 20-40 ms of one core
+        time.sleep(PROBE_EVERY)
 
 
 def pytest_configure(config) -> None:
     if not hasattr(config, "workerinput"):  # the controller, not an xdist worker
-        from helpers.timing_stats import speed_probe
-
-        PROBES["start"] = speed_probe()
+        threading.Thread(target=_probe_forever, name="speed-probe", daemon=True).start()
     if config.getoption("--nbval-lab", default=False):
         sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ as a package
         from tests.browser.lab import in_ci, missing_browser
@@ -313,12 +323,12 @@ def pytest_terminal_summary(terminalreporter) -> None:
                     phases[name] = value
             rerun[name] += again
             cells[name] += 1
-    if "start" in PROBES:
-        from helpers.timing_stats import speed_probe
-
+    if PROBES:
+        ms = sorted(p * 1e3 for p in PROBES)
         terminalreporter.write_line(
-            f"speed probe (a fixed Python loop, best of 3): {PROBES['start'] * 1e3:.0f} ms at the "
-            f"start, {speed_probe() * 1e3:.0f} ms at the end; compare run times at similar probes"
+            f"speed probe (a fixed Python loop every {PROBE_EVERY:.0f} s, {len(ms)} samples): "
+            f"median {statistics.median(ms):.0f} ms, {ms[0]:.0f} to {ms[-1]:.0f} ms; "
+            "compare run times at similar probes"
         )
     if not first:
         return
