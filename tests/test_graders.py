@@ -752,6 +752,25 @@ def _classifier(
         keras.mixed_precision.set_global_policy("float32")
 
 
+def _tf_softmax_then_cast():
+    """The mistake spelled with TensorFlow's softmax (its function is named softmax_v2)."""
+    import keras
+    import tensorflow as tf
+
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        return keras.Sequential(
+            [
+                keras.Input((8,)),
+                keras.layers.Dense(16, activation="relu"),
+                keras.layers.Dense(3, activation=tf.nn.softmax),
+                keras.layers.Activation("linear", dtype="float32"),
+            ]
+        )
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 FLOAT32_OUTPUT = [
     (
         "stub",
@@ -775,6 +794,12 @@ FLOAT32_OUTPUT = [
     (
         "a float32 layer after a bfloat16 softmax",
         lambda: _classifier("mixed_bfloat16", cast_after=True),
+        False,
+        "computes its softmax in bfloat16",
+    ),
+    (
+        "a bfloat16 tf.nn.softmax before a float32 layer",
+        lambda: _tf_softmax_then_cast(),
         False,
         "computes its softmax in bfloat16",
     ),

@@ -43,9 +43,10 @@ def check_float32_output(model: Any) -> Feedback:
 
 
 def _applies_softmax(layer: Any) -> bool:
-    """Whether ``layer`` applies a softmax: its activation (Dense, Activation) or its kind."""
+    """Whether ``layer`` applies a softmax: its activation (Dense, Activation; Keras' softmax, or
+    TensorFlow's ``tf.nn.softmax``, whose function is ``softmax_v2``) or its kind."""
     activation = getattr(layer, "activation", None)
-    return type(layer).__name__ == "Softmax" or getattr(activation, "__name__", "") == "softmax"
+    return type(layer).__name__ == "Softmax" or "softmax" in getattr(activation, "__name__", "")
 
 
 def check_scaled_step(step: Callable[..., Any]) -> Feedback:

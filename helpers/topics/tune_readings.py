@@ -108,7 +108,8 @@ _CASES = {
 def bound_reading(table: Any) -> str:
     """Input- or compute-bound, from a ``timing.compare`` table of "data only", "compute only"
     and "end to end" with ``items_per_s``: one computed line. Where the table keeps its raw
-    timings and end to end's quartiles fall on two sides of a line between readings, it says so."""
+    timings and any side's quartiles, the others at their medians, fall on two sides of a line
+    between readings, it says so."""
     data, compute, both = (
         float(table.at[k, "items_per_s"]) for k in ("data only", "compute only", "end to end")
     )
