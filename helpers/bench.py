@@ -1,15 +1,16 @@
 """The benchmark runner: every timing claim of the workbook, rerun from the command line.
 
-Each per-notebook module (``helpers.topics``) lists its comparisons in a module-level
-``BENCHMARKS`` list of ``helpers.comparison.Comparison`` objects; ``TOPIC_MODULES`` names the
-modules this runner reads. They import ``helpers.comparison``, never this runner, so nothing
+Each notebook's package (``helpers/topics/<slug>/``) lists its comparisons in module-level
+``BENCHMARKS`` lists of ``helpers.comparison.Comparison`` objects, with ids that start with
+``<slug>.``; ``TOPIC_MODULES`` is every such module, found by that rule. They import
+``helpers.comparison``, never this runner, so nothing
 imports in a circle. A comparison of lesson code names it as ``"helpers.lessons.<notebook>:fn"``:
 the code the notebook shows, exported by ``make export``.
 
     python -m helpers.bench --list            # the ids
     python -m helpers.bench --gather FOLDER   # a room's bench.json files: one table, one figure
     python -m helpers.bench --quick           # every comparison, small sizes
-    python -m helpers.bench --only graphs.eager_vs_function
+    python -m helpers.bench --only look_inside_graphs.eager_vs_function
 
 A run prints a markdown table and writes ``data/results/bench.json`` (atomically).
 """
@@ -21,6 +22,7 @@ import difflib
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -31,26 +33,24 @@ from typing import Any
 from helpers import checks, fileio, timing
 from helpers.comparison import Comparison
 
-#: The modules whose ``BENCHMARKS`` lists make up the registry, in notebook order.
-TOPIC_MODULES: tuple[str, ...] = tuple(
-    f"helpers.topics.{name}"
-    for name in (
-        "graphs",
-        "memory",
-        "retracing",
-        "shard_reading",
-        "pipelines",
-        "fused",
-        "rnn",
-        "cputune",
-        "quant",
-        "model_latency",
-        "precision",
-        "distribute",
-        "data_service",
-        "capstone",
-    )
-)
+TOPICS = Path(__file__).resolve().parent / "topics"
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def topic_modules(topics: Path = TOPICS, notebooks: Path = NOTEBOOKS) -> tuple[str, ...]:
+    """The modules whose ``BENCHMARKS`` lists make up the registry, found by the layout rule:
+    every module of a notebook's package ``helpers/topics/<slug>/`` that assigns ``BENCHMARKS``,
+    in notebook order. Read from the source, so listing them imports nothing."""
+    order = {p.stem[3:]: p.stem[:2] for p in notebooks.glob("[0-9][0-9]_*.ipynb")}
+    found = []
+    for package in sorted(topics.iterdir(), key=lambda p: (order.get(p.name, "99"), p.name)):
+        for path in sorted(package.glob("[a-z]*.py")) if package.is_dir() else ():
+            if re.search(r"^BENCHMARKS\s*=", path.read_text(encoding="utf-8"), re.M):
+                found.append(f"helpers.topics.{package.name}.{path.stem}")
+    return tuple(found)
+
+
+TOPIC_MODULES: tuple[str, ...] = topic_modules()
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"
 
@@ -65,6 +65,12 @@ def registry(modules: Sequence[str] | None = None) -> dict[str, Comparison]:
                 raise TypeError(f"{name}.BENCHMARKS holds {comparison!r}, not a Comparison")
             if comparison.id in found:
                 raise ValueError(f"comparison id {comparison.id!r} is registered twice")
+            slug = name.split(".")[2] if name.startswith("helpers.topics.") else None
+            if slug and not comparison.id.startswith(f"{slug}."):
+                raise ValueError(
+                    f"{name} registers {comparison.id!r}: its ids start with {slug + '.'!r}, the "
+                    "name of the notebook it belongs to"
+                )
             found[comparison.id] = comparison
     return found
 
@@ -184,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.gather is not None:
-        from helpers import gather
+        from helpers.topics.compare_the_room import gather
 
         if not args.gather.is_dir():
             what = "a file" if args.gather.exists() else "not there"

@@ -2,7 +2,7 @@
 its own ``TF_CONFIG``, ports on the loopback interface only, a log file per task, a timeout, and
 every process stopped and reaped when the run ends or any task fails.
 
-    command = procs.python_module("helpers.topics.distribute", "mwms")
+    command = procs.python_module("helpers.topics.distribute_training.distribute", "mwms")
     with Cluster({"worker": 2}, command, logdir=...) as c:
         results = c.wait()
 

@@ -7,7 +7,8 @@ for its type and range, with a message that names the field.
      "stamp": "Intel Xeon · 2 cores · ...",
      "quick": true, "started": "2026-11-23T13:59:58+0000", "ended": "2026-11-23T14:03:31+0000",
      "load_at_start": [0.4, 0.9, 1.1], "load_at_end": [2.1, 1.6, 1.3],
-     "comparisons": [{"id": "graphs.eager_vs_function", "speedup": 5.78, "spread": [5.16, 6.98],
+     "comparisons": [{"id": "look_inside_graphs.eager_vs_function", "speedup": 5.78, "spread":
+     [5.16, 6.98],
                       "baseline_s": 0.0022, "variant_s": 0.00038, "repeats": 39, ...}, ...]}
 """
 
@@ -24,7 +25,7 @@ MAX_COMPARISONS = 500
 MAX_TEXT = 300
 ID = re.compile(
     r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,119}"
-)  # graphs.eager_vs_function, pipeline.prefetch, ...
+)  # look_inside_graphs.eager_vs_function, pipeline.prefetch, ...
 TEXT_FIELDS = ("workbook", "stamp", "started", "ended")
 LOAD_FIELDS = ("load_at_start", "load_at_end")  # os.getloadavg(): 1, 5 and 15 minutes
 #: What a record's ratio measures. A speed-up is baseline seconds / variant seconds; the others are
@@ -120,7 +121,7 @@ def _record(record: Any, index: int) -> dict[str, Any]:
         raise ResultError(f"{where} must be an object, got {type(record).__name__}")
     if not isinstance(record.get("id"), str) or not ID.fullmatch(record["id"]):
         raise ResultError(
-            f"{where}.id must be a comparison id such as 'graphs.eager_vs_function', "
+            f"{where}.id must be a comparison id such as 'look_inside_graphs.eager_vs_function', "
             f"got {record.get('id')!r:.60}"
         )
     where = f"{where} ({record['id']})"

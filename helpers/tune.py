@@ -60,7 +60,7 @@ def tune(
     the markdown, the bench result, the combined trial it measured (``tuned``, None when no change
     paid) and, with ``out``, the paths written."""
     from helpers import env, stamp
-    from helpers.topics import jobfile, tune_report, tuning
+    from helpers.topics.tune_your_own_job import jobfile, tune_report, tuning
 
     loaded = jobfile.load(job)
     own = jobfile.settings_of(loaded)
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from tqdm.auto import tqdm
 
-    from helpers.topics.jobfile import JobError
+    from helpers.topics.tune_your_own_job.jobfile import JobError
 
     out = args.out or f"tune-{Path(args.job).stem}"
     bar = tqdm(total=1, desc="trials", unit="run", file=sys.stderr)

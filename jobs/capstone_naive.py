@@ -12,7 +12,7 @@ import tensorflow as tf
 from helpers.lessons.profile_and_tune_a_job import CROP, python_feed
 from helpers.lessons.profile_and_tune_a_job import make_model as capstone_model
 from helpers.lessons.tune_input_pipeline import make_pipeline
-from helpers.topics import pipelines
+from helpers.topics.tune_input_pipeline import pipelines
 
 LOSS = keras.losses.SparseCategoricalCrossentropy(
     from_logits=True

@@ -27,15 +27,24 @@ from tests import badinput
 HELPERS = Path(__file__).resolve().parent.parent / "helpers"
 
 #: Modules whose arguments this suite does not fuzz, each with where its bad input is tested instead
-#: or why it has none a learner gives. Every other module of helpers/, helpers/topics/ and the
-#: exported lesson code (helpers/lessons/) is fuzzed: a new module is covered the day it is written.
+#: or why it has none a learner gives. Every other module of helpers/ (its packages included) and
+#: the exported lesson code (helpers/lessons/) is fuzzed: a new module is covered the day it is
+#: written.
 NOT_FUZZED = {
-    "helpers.topics.cifar": "tests/test_bad_input_data.py (numbers, archives, pickles, folders)",
-    "helpers.topics.tfrecords": "tests/test_bad_input_data.py (numbers, shards, manifests)",
-    "helpers.topics.shard_reading": "tests/test_bad_input_data.py (numbers, the readers' inputs)",
-    "helpers.topics.cifar_download": "tests/test_bad_input_data.py (md5_of, download)",
-    "helpers.topics.tfrecords_manifest": "tests/test_bad_input_data.py (manifests)",
-    "helpers.topics.shard_reading_summaries": "tests/test_bad_input_data.py (readers)",
+    "helpers.datasets.cifar": "tests/test_bad_input_data.py (numbers, archives, pickles, folders)",
+    "helpers.topics.pack_files_into_shards.tfrecords": (
+        "tests/test_bad_input_data.py (numbers, shards, manifests)"
+    ),
+    "helpers.topics.pack_files_into_shards.shard_reading": (
+        "tests/test_bad_input_data.py (numbers, the readers' inputs)"
+    ),
+    "helpers.datasets.cifar_download": "tests/test_bad_input_data.py (md5_of, download)",
+    "helpers.topics.pack_files_into_shards.tfrecords_manifest": (
+        "tests/test_bad_input_data.py (manifests)"
+    ),
+    "helpers.topics.pack_files_into_shards.shard_reading_summaries": (
+        "tests/test_bad_input_data.py (readers)"
+    ),
     "helpers.checks": (
         "the argument checks themselves (their limits are the caller's); tests/test_checks.py"
     ),
@@ -46,9 +55,9 @@ def modules() -> list[str]:
     """Every helpers module (plumbing, topics, exported lessons) except ``NOT_FUZZED``."""
     found = [f"helpers.{p.stem}" for p in HELPERS.glob("[a-z]*.py")]
     found += [
-        f"helpers.{folder}.{p.stem}"
-        for folder in ("topics", "lessons")
-        for p in (HELPERS / folder).glob("[a-z]*.py")
+        "helpers." + ".".join(p.relative_to(HELPERS).with_suffix("").parts)
+        for folder in ("topics", "datasets", "lessons")
+        for p in (HELPERS / folder).rglob("[a-z]*.py")
     ]
     return sorted(set(found) - set(NOT_FUZZED))
 
@@ -58,17 +67,23 @@ MODULES = modules()
 #: Parameters deliberately left out, with the reason.
 EXEMPT = {
     "helpers.timing_stats.Timing": "a record the timing functions build, not called by learners",
-    "helpers.topics.tuning_trials.Outcome": "a record run_trials fills, not called by learners",
+    "helpers.topics.tune_your_own_job.tuning_trials.Outcome": (
+        "a record run_trials fills, not called by learners"
+    ),
     "helpers.timing_stats.format_seconds": "formats any number for display (inf and nan as such)",
     "helpers.timing.rotated:round_index": (
         "any whole number is a valid round; it is taken modulo the length"
     ),
     "helpers.widgets.set_title": "layout plumbing the widgets call",
-    "helpers.topics.memory_guard.guard": "the guard itself; its callers' arguments are checked",
+    "helpers.topics.keep_arrays_out_of_graphs.memory_guard.guard": (
+        "the guard itself; its callers' arguments are checked"
+    ),
     "helpers.procs.ChildResult": "a record procs.run fills, not called by learners",
     "helpers.cluster.TaskResult": "a record cluster.run fills, not called by learners",
     "helpers.exercises.Feedback": "a grader's answer, built by correct() and not_yet()",
-    "helpers.gather_files.Result": "a record read() builds from a checked file (results.py)",
+    "helpers.topics.compare_the_room.gather_files.Result": (
+        "a record read() builds from a checked file (results.py)"
+    ),
     "helpers.bench.run_all": (
         "called by bench.main with its parsed flags; "
         "the command line is tested in test_bad_input_procs"
@@ -269,12 +284,12 @@ def test_the_suite_finds_what_it_should():
     names = {f"{q}:{p}" for q, _, p, _ in TARGETS}
     assert len(TARGETS) >= 150
     for expected in (
-        "helpers.topics.cputune_settings.Setting:onednn",
-        "helpers.topics.pipelines.Options:prefetch",
+        "helpers.topics.tune_the_cpu.cputune_settings.Setting:onednn",
+        "helpers.topics.tune_input_pipeline.pipelines.Options:prefetch",
         "helpers.timing.measure:min_time",
         "helpers.env.setup_logical_devices:n",
-        "helpers.topics.memory.embedding_experiment:mib",
-        "helpers.topics.capstone.run_stages:epochs",
+        "helpers.topics.keep_arrays_out_of_graphs.memory.embedding_experiment:mib",
+        "helpers.topics.profile_and_tune_a_job.capstone.run_stages:epochs",
         "helpers.lessons.start_here.eager_vs_function:n_ops",
         "helpers.lessons.profile_and_tune_a_job.FusedBatchNorm:epsilon",
     ):

@@ -27,7 +27,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import fileio
-from helpers.topics import cifar, cifar_download, shard_reading, tfrecords
+from helpers.datasets import cifar, cifar_download
+from helpers.topics.pack_files_into_shards import shard_reading, tfrecords
 from tests import badinput
 from tests.badinput import bad_whole, not_a_flag, wrong_type
 
@@ -847,7 +848,7 @@ def test_cli_bad_arguments_print_one_line(tmp_path, args, code):
     (tmp_path / "file").write_text("")
     args = [{"FILE": str(tmp_path / "file"), "OUT": str(tmp_path / "out")}.get(a, a) for a in args]
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.topics.cifar", *args],
+        [sys.executable, "-m", "helpers.datasets.cifar", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -871,7 +872,7 @@ def test_an_archive_larger_than_the_free_disk_is_refused_before_extracting(
 ):
     from collections import namedtuple
 
-    from helpers.topics import datafiles
+    from helpers.datasets import datafiles
 
     archive = tmp_path / "a.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:

@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from helpers import checks, env, timing
-from helpers.topics import capstone, cputune, memory, memory_guard, pipelines, quant
+from helpers.topics.keep_arrays_out_of_graphs import memory, memory_guard
+from helpers.topics.profile_and_tune_a_job import capstone
+from helpers.topics.quantize_for_inference import quant
+from helpers.topics.tune_input_pipeline import pipelines
+from helpers.topics.tune_the_cpu import cputune
 from tests import badinput
 
 
@@ -81,7 +85,9 @@ def test_answers_that_were_silently_wrong_are_right_or_refused(tmp_path):
     ranges calibrated on NaN, a typo'd local URL reported as a network outage."""
     import pandas as pd
 
-    from helpers.topics import cifar, cpu_report, start
+    from helpers.datasets import cifar
+    from helpers.topics.start_here import start
+    from helpers.topics.tune_the_cpu import cpu_report
 
     installed = lambda dist: "2.21.0"  # noqa: E731
     assert start.check_package("tensorflow", "2.21", "fix", installed).status == "pass"
@@ -128,7 +134,8 @@ def test_answers_that_were_silently_wrong_are_right_or_refused(tmp_path):
 def test_sizes_the_machine_cannot_hold_are_refused_before_building(monkeypatch):
     """rnn_variants(units=65536) (a 64 GiB kernel), xla_variants(size=10**9) and a 16384-pixel
     JPEG were accepted, then allocated or failed deep inside TensorFlow."""
-    from helpers.topics import fused, rnn
+    from helpers.topics.choose_rnn_kernels import rnn
+    from helpers.topics.fuse_ops_and_pick_layouts import fused
 
     monkeypatch.setattr(checks, "available_bytes", lambda: 2**30)  # a machine with 1 GiB free
     monkeypatch.setattr(
@@ -163,7 +170,7 @@ def test_a_staging_folder_left_by_a_killed_process_is_removed_by_the_next_run(tm
     processes, and keeps a live process's."""
     import subprocess
 
-    from helpers.topics import cifar
+    from helpers.datasets import cifar
 
     gone = subprocess.Popen(["true"])
     gone.wait()

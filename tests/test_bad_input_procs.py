@@ -179,7 +179,7 @@ def test_nbtools_execute_timeout(tmp_path_factory, value):
 
 @given(
     st.one_of(
-        st.just("graphs.eager_vs_function"),
+        st.just("look_inside_graphs.eager_vs_function"),
         st.just(["nope.x"]),
         st.just([1]),
         st.integers(),

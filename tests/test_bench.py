@@ -40,7 +40,7 @@ def fake_module(monkeypatch):
 
 def test_registry_holds_the_workbook_comparisons():
     ids = bench.registry()
-    assert "graphs.eager_vs_function" in ids
+    assert "look_inside_graphs.eager_vs_function" in ids
     for comparison in ids.values():
         assert comparison.baseline != comparison.variant
 
@@ -52,6 +52,32 @@ def test_duplicate_and_foreign_entries(fake_module):
     fake_module.BENCHMARKS = ["not a comparison"]
     with pytest.raises(TypeError, match="not a Comparison"):
         bench.registry()
+
+
+def test_a_notebooks_ids_must_start_with_its_name(monkeypatch):
+    """A comparison in helpers/topics/<slug>/ whose id names another notebook is refused."""
+    module = types.ModuleType("helpers.topics.look_inside_graphs.fake")
+    module.BENCHMARKS = [FAKE]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    with pytest.raises(ValueError, match="its ids start with 'look_inside_graphs.'"):
+        bench.registry([module.__name__])
+    module.BENCHMARKS = [
+        bench.Comparison("look_inside_graphs.fake", "t", fake_variants, "slow", "fast")
+    ]
+    assert list(bench.registry([module.__name__])) == ["look_inside_graphs.fake"]
+
+
+def test_the_modules_are_found_by_the_layout_rule(tmp_path):
+    (tmp_path / "topics" / "add_things").mkdir(parents=True)
+    (tmp_path / "topics" / "add_things" / "sums.py").write_text("BENCHMARKS = []\n")
+    (tmp_path / "topics" / "add_things" / "quiet.py").write_text("X = 1\n")
+    (tmp_path / "topics" / "a_first").mkdir()
+    (tmp_path / "topics" / "a_first" / "m.py").write_text("BENCHMARKS = [\n]\n")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "01_add_things.ipynb").write_text("{}")
+    (tmp_path / "notebooks" / "02_a_first.ipynb").write_text("{}")
+    found = bench.topic_modules(tmp_path / "topics", tmp_path / "notebooks")
+    assert found == ("helpers.topics.add_things.sums", "helpers.topics.a_first.m")
 
 
 @pytest.mark.parametrize("bad_id", ["nodot", "Upper.case", "a.b.c", ""])
@@ -133,7 +159,7 @@ def test_command_line_runs_the_real_notebook_00_comparison(tmp_path):
             "helpers.bench",
             "--quick",
             "--only",
-            "graphs.eager_vs_function",
+            "look_inside_graphs.eager_vs_function",
             "--out",
             str(out),
         ],
@@ -143,7 +169,7 @@ def test_command_line_runs_the_real_notebook_00_comparison(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     record = json.loads(out.read_text())["comparisons"][0]
-    assert record["id"] == "graphs.eager_vs_function"
+    assert record["id"] == "look_inside_graphs.eager_vs_function"
     assert record["baseline_s"] > 0 and record["variant_s"] > 0
 
 

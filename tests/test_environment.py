@@ -59,11 +59,14 @@ def test_test_tools_are_only_in_the_test_extra():
 
 
 def test_installed_package_has_every_helpers_subpackage():
+    import helpers.datasets
     import helpers.lessons
     import helpers.topics
+    import helpers.topics.tune_your_own_job
 
-    for package in (helpers.lessons, helpers.topics):
+    for package in (helpers.datasets, helpers.lessons, helpers.topics):
         assert Path(package.__file__).parent.parent == ROOT / "helpers"
+    assert Path(helpers.topics.tune_your_own_job.__file__).parent.parent == ROOT / "helpers/topics"
 
 
 def test_core_pins():

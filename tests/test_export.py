@@ -169,7 +169,7 @@ def test_the_bench_times_the_notebooks_code():
     from helpers import bench
     from helpers.comparison import resolve
 
-    comparison = bench.registry()["graphs.eager_vs_function"]
+    comparison = bench.registry()["look_inside_graphs.eager_vs_function"]
     lesson = importlib.import_module("helpers.lessons.start_here")
     assert resolve(comparison.make_variants) is lesson.eager_vs_function
 

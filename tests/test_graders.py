@@ -87,7 +87,7 @@ def _cudnn_answers():
     ],
 )
 def test_cudnn_ready_grader(row):
-    from helpers.topics import rnn
+    from helpers.topics.choose_rnn_kernels import rnn
 
     name, make, passes, words = _cudnn_answers()[row]
     judge(rnn.check_cudnn_ready(make()), passes, words)
@@ -158,7 +158,7 @@ def _warmup_answers():
     ids=["stub", "solution", "perf_counter", "already-traced", "three-repeats", "string", "nan"],
 )
 def test_warmup_grader(row):
-    from helpers.topics import start
+    from helpers.topics.start_here import start
 
     name, answer, passes, words = _warmup_answers()[row]
     judge(start.check_warmup(*answer()), passes, words)
@@ -169,7 +169,7 @@ def test_warmup_grader(row):
 
 @pytest.fixture(scope="module")
 def speedups():
-    from helpers import gather
+    from helpers.topics.compare_the_room import gather
 
     return gather.room_table(ROOM)
 
@@ -232,7 +232,7 @@ def _most_varied_answers():
     ],
 )
 def test_most_varied_grader(row, speedups):
-    from helpers import gather
+    from helpers.topics.compare_the_room import gather
 
     before = speedups.copy()
     name, fn, passes, words = _most_varied_answers()[row]
@@ -247,7 +247,7 @@ def test_most_varied_grader(row, speedups):
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory):
-    from helpers.topics import pipelines
+    from helpers.topics.tune_input_pipeline import pipelines
 
     return pipelines.make_jpeg_shards(tmp_path_factory.mktemp("jpeg"), 64, n_shards=2)
 
@@ -331,7 +331,7 @@ def _pipeline_answers():
 def test_reordered_grader(row, shards):
     import tensorflow as tf
 
-    from helpers.topics import pipelines
+    from helpers.topics.tune_input_pipeline import pipelines
 
     given = list(shards)
     name, make, passes, words = _pipeline_answers()[row]
@@ -392,7 +392,7 @@ AFFINE = [
 
 @pytest.mark.parametrize("row", range(len(AFFINE)), ids=[row[0] for row in AFFINE])
 def test_affine_graph_grader(row):
-    from helpers.topics import graphs
+    from helpers.topics.look_inside_graphs import graphs
 
     name, make, passes, words = AFFINE[row]
     judge(graphs.check_affine_graph(make()), passes, words)
@@ -474,14 +474,14 @@ TOWERS = [
 def test_towers_grader(row):
     import tensorflow as tf
 
-    from helpers.topics import placement
+    from helpers.topics.split_work_into_towers import towers
 
     name, result, rows, passes, words = TOWERS[row]
     batch = tf.random.stateless_normal([8, 4], seed=(1, 1))
     want = tf.matmul(batch, batch, transpose_a=True)
     answer = {"right": want, "double": want * 2, "list": want.numpy().tolist(), None: None}[result]
     table = None if rows is None else _table(rows)
-    judge(placement.check_towers(answer, table, batch), passes, words)
+    judge(towers.check_towers(answer, table, batch), passes, words)
 
 
 # --- 01: a training step as a tf.function -------------------------------------------------------
@@ -557,7 +557,7 @@ def test_training_step_grader(row):
     import numpy as np
     import tensorflow as tf
 
-    from helpers.topics import graphs
+    from helpers.topics.look_inside_graphs import graphs
 
     v = tf.Variable([1.5, -2.0])
     name, step, passes, words = _training_answers(v)[row]
@@ -566,7 +566,7 @@ def test_training_step_grader(row):
 
 
 def test_training_step_grader_needs_a_variable():
-    from helpers.topics import graphs
+    from helpers.topics.look_inside_graphs import graphs
 
     judge(graphs.check_training_step(lambda: 1.0, 1.0), False, "must be a tf.Variable")
 
@@ -608,7 +608,7 @@ FASTEST = [
 
 @pytest.mark.parametrize("row", range(len(FASTEST)), ids=[row[0] for row in FASTEST])
 def test_fastest_grader(row):
-    from helpers.topics import cputune
+    from helpers.topics.tune_the_cpu import cputune
 
     table = _sweep()
     before = table.copy()
@@ -672,7 +672,7 @@ TF_CONFIGS = [
 
 @pytest.mark.parametrize("row", range(len(TF_CONFIGS)), ids=[row[0] for row in TF_CONFIGS])
 def test_tf_config_grader(row):
-    from helpers.topics import distribute
+    from helpers.topics.distribute_training import distribute
 
     name, text, passes, words = TF_CONFIGS[row]
     judge(distribute.check_tf_config(text), passes, words)
@@ -683,7 +683,7 @@ def test_tf_config_grader(row):
 
 @pytest.fixture(scope="module")
 def trace():
-    from helpers.topics import profiling
+    from helpers.topics.profile_and_tune_a_job import profiling
 
     return profiling.events(
         profiling.load(Path(__file__).parent / "fixtures" / "profile" / "six_steps.xplane.pb")
@@ -691,7 +691,7 @@ def trace():
 
 
 def _slowest_answers(trace):
-    from helpers.topics import profiling
+    from helpers.topics.profile_and_tune_a_job import profiling
 
     ops = profiling.op_events(trace)
     table = profiling.op_table(trace)
@@ -715,7 +715,7 @@ def _slowest_answers(trace):
     "row", range(7), ids=["stub", "solution", "top-1", "by-hand", "second", "least", "number"]
 )
 def test_slowest_op_grader(row, trace):
-    from helpers.topics import profiling
+    from helpers.topics.profile_and_tune_a_job import profiling
 
     name, answer, passes, words = _slowest_answers(trace)[row]
     judge(profiling.check_slowest_op(trace, answer), passes, words)
@@ -828,7 +828,7 @@ FLOAT32_OUTPUT = [
 
 @pytest.mark.parametrize("row", range(len(FLOAT32_OUTPUT)), ids=[row[0] for row in FLOAT32_OUTPUT])
 def test_float32_output_grader(row):
-    from helpers.topics import precision
+    from helpers.topics.train_in_mixed_precision import precision
 
     name, make, passes, words = FLOAT32_OUTPUT[row]
     judge(precision.check_float32_output(make()), passes, words)
@@ -907,7 +907,7 @@ def _scaled_step_answers():
     ],
 )
 def test_scaled_step_grader(row):
-    from helpers.topics import precision
+    from helpers.topics.train_in_mixed_precision import precision
 
     name, step, passes, words = _scaled_step_answers()[row]
     judge(precision.check_scaled_step(step), passes, words)
@@ -958,7 +958,7 @@ PINNED = [
 
 @pytest.mark.parametrize("row", range(len(PINNED)), ids=[row[0] for row in PINNED])
 def test_pinned_grader(row):
-    from helpers.topics import placement
+    from helpers.topics.find_where_ops_run import placement
 
     name, table, device, passes, words = PINNED[row]
     judge(placement.check_pinned(table, device), passes, words)
@@ -980,7 +980,7 @@ RESULT_DEVICE = [
 
 @pytest.mark.parametrize("row", range(len(RESULT_DEVICE)), ids=[row[0] for row in RESULT_DEVICE])
 def test_result_device_grader(row):
-    from helpers.topics import placement
+    from helpers.topics.find_where_ops_run import placement
 
     name, answer, passes, words = RESULT_DEVICE[row]
     judge(placement.check_result_device(answer, _Tensor()), passes, words)
@@ -1031,7 +1031,7 @@ def _window_answers():
     ids=["stub", "solution", "alias", "tf-function", "decode-then-crop", "swapped", "string"],
 )
 def test_window_decode_grader(row):
-    from helpers.topics import fused
+    from helpers.topics.fuse_ops_and_pick_layouts import fused
 
     name, fn, passes, words = _window_answers()[row]
     judge(fused.check_window_decode(fn), passes, words)
@@ -1106,7 +1106,7 @@ CHAIN_IDS = [
 
 @pytest.mark.parametrize("row", range(len(CHAIN_IDS)), ids=CHAIN_IDS)
 def test_graph_function_grader(row):
-    from helpers.topics import start
+    from helpers.topics.start_here import start
 
     name, fn, passes, words = _chain_answers()[row]
     judge(start.check_graph_function(fn), passes, words)
@@ -1207,11 +1207,11 @@ STRICT_IDS = [
 def test_strict_grader(row):
     import tensorflow as tf
 
-    from helpers.topics import placement
+    from helpers.topics.choose_soft_placement import soft_placement
 
     assert tf.config.get_soft_device_placement()
     name, fn, passes, words = _strict_answers()[row]
-    judge(placement.check_strict(fn), passes, words)
+    judge(soft_placement.check_strict(fn), passes, words)
     assert tf.config.get_soft_device_placement(), "the check left soft placement off"
 
 
@@ -1221,7 +1221,7 @@ def test_strict_grader(row):
 def _graph_answers():
     import tensorflow as tf
 
-    from helpers.topics import memory
+    from helpers.topics.keep_arrays_out_of_graphs import memory
 
     small = memory.make_array(1)
 
@@ -1284,7 +1284,7 @@ GRAPH_IDS = ["stub", "solution", "constant", "placeholder", "leaky", "twice", "n
 
 @pytest.mark.parametrize("row", range(len(GRAPH_IDS)), ids=GRAPH_IDS)
 def test_graph_is_small_grader(row):
-    from helpers.topics import memory
+    from helpers.topics.keep_arrays_out_of_graphs import memory
 
     name, graph, passes, words = _graph_answers()[row]
     nodes = len(graph.get_operations()) if hasattr(graph, "get_operations") else None
@@ -1363,7 +1363,7 @@ SCALE_IDS = [
 
 @pytest.mark.parametrize("row", range(len(SCALE_IDS)), ids=SCALE_IDS)
 def test_no_retracing_grader(row):
-    from helpers.topics import retracing
+    from helpers.topics.keep_arrays_out_of_graphs import retracing
 
     name, fn, passes, words = _scale_answers()[row]
     traces = (
@@ -1459,7 +1459,7 @@ BATCHNORM_IDS = [
 
 @pytest.mark.parametrize("row", range(len(BATCHNORM_IDS)), ids=BATCHNORM_IDS)
 def test_fused_batchnorm_grader(row):
-    from helpers.topics import fused
+    from helpers.topics.fuse_ops_and_pick_layouts import fused
 
     name, fn, passes, words = _batchnorm_answers()[row]
     judge(fused.check_fused_batchnorm(fn), passes, words)
@@ -1565,7 +1565,7 @@ def _contract_answers():
 def test_make_dataset_contract_grader(row):
     import numpy as np
 
-    from helpers.topics import jobfile
+    from helpers.topics.tune_your_own_job import jobfile
 
     features, labels, answers = _contract_answers()
     before = features.copy(), labels.copy()

@@ -16,7 +16,12 @@ from tests.test_lesson_pattern import TAUGHT
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-TOPICS = sorted(p.stem for p in (ROOT / "helpers" / "topics").glob("[a-z]*.py"))
+PACKAGES = sorted(
+    p.name for p in (ROOT / "helpers" / "topics").iterdir() if p.is_dir() and p.name[0] != "_"
+)
+TOPICS = sorted(
+    f"{p.parent.name}.{p.stem}" for p in (ROOT / "helpers" / "topics").glob("*/[a-z]*.py")
+)
 
 
 def markdown_of(name: str) -> str:
@@ -25,7 +30,7 @@ def markdown_of(name: str) -> str:
 
 
 def test_there_is_something_to_check():
-    assert len(NOTEBOOKS) >= 17 and len(TOPICS) >= 20
+    assert len(NOTEBOOKS) >= 17 and len(TOPICS) >= 20 and len(PACKAGES) >= 17
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -48,28 +53,51 @@ def test_every_notebook_is_in_the_readme_and_the_start_here_map(name):
         )
 
 
-def test_every_topic_module_is_described_in_the_package_docstring():
-    text = (
-        ast.get_docstring(ast.parse((ROOT / "helpers" / "topics" / "__init__.py").read_text()))
-        or ""
+def test_every_notebook_has_one_helper_package_and_its_tests_found_by_its_name():
+    """notebooks/NN_<slug>.ipynb -> helpers/topics/<slug>/ -> tests/topics/<slug>/; no package
+    without a notebook, and none loose beside the packages."""
+    slugs = {name.removesuffix(".ipynb")[3:] for name in NOTEBOOKS}
+    assert set(PACKAGES) == slugs, (
+        f"no helper package for {sorted(slugs - set(PACKAGES))}; "
+        f"packages with no notebook: {sorted(set(PACKAGES) - slugs)}"
     )
-    missing = [name for name in TOPICS if f"``{name}``" not in text]
-    assert not missing, f"helpers/topics/__init__.py does not describe {missing}"
+    loose = sorted(p.name for p in (ROOT / "helpers" / "topics").glob("[a-z]*.py"))
+    assert not loose, f"modules outside a notebook's package in helpers/topics/: {loose}"
+    untested = [s for s in PACKAGES if not list((ROOT / "tests" / "topics" / s).glob("test_*.py"))]
+    assert not untested, f"no tests/topics/<slug>/test_*.py for {untested}"
+    strays = sorted(
+        p.parent.name
+        for p in (ROOT / "tests" / "topics").glob("*/test_*.py")
+        if p.parent.name not in slugs
+    )
+    assert not strays, f"tests/topics/ folders with no notebook of that name: {strays}"
 
 
-def test_every_topic_module_that_registers_comparisons_is_read_by_the_bench():
+def test_every_topic_module_is_described_in_its_package_docstring():
+    for name in TOPICS:
+        slug, module = name.split(".")
+        init = ROOT / "helpers" / "topics" / slug / "__init__.py"
+        text = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert f"``{module}``" in text, f"{init.relative_to(ROOT)} does not describe {module}"
+        number = next(n[:2] for n in NOTEBOOKS if n[3:].removesuffix(".ipynb") == slug)
+        assert text.startswith(f"Notebook {number}, ``notebooks/{number}_{slug}.ipynb``")
+
+
+def test_the_bench_reads_every_module_that_registers_comparisons_and_ids_name_the_notebook():
     registering = [
-        name
+        f"helpers.topics.{name}"
         for name in TOPICS
         if re.search(
-            r"^BENCHMARKS\s*=", (ROOT / "helpers" / "topics" / f"{name}.py").read_text(), re.M
+            r"^BENCHMARKS\s*=",
+            (ROOT / "helpers" / "topics" / (name.replace(".", "/") + ".py")).read_text(),
+            re.M,
         )
     ]
-    assert registering, "no topic module registers a comparison"
-    missing = [name for name in registering if f"helpers.topics.{name}" not in bench.TOPIC_MODULES]
-    assert not missing, (
-        f"helpers.bench.TOPIC_MODULES lacks {missing}: their ids would vanish from make bench"
-    )
+    assert len(registering) >= 10, registering
+    assert sorted(bench.TOPIC_MODULES) == sorted(registering)
+    for comparison_id in bench.registry():
+        slug = comparison_id.split(".")[0]
+        assert slug in PACKAGES, f"{comparison_id} names no notebook"
 
 
 def exercise_checks() -> set[str]:

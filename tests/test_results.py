@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import gather, gather_files, results
+from helpers import results
+from helpers.topics.compare_the_room import gather, gather_files
 from tests import badinput  # noqa: F401  (loads the suite's Hypothesis profile)
 
 ROOM = Path(__file__).resolve().parent.parent / "data" / "room-example"

@@ -100,7 +100,7 @@ args = parser.parse_args()
 import tensorflow as tf  # noqa: E402
 
 from helpers.lessons.distribute_training import make_train_step, make_variables, try_keras_fit  # noqa: E402
-from helpers.topics.distribute import make_data, weights_digest  # noqa: E402
+from helpers.topics.distribute_training.distribute import make_data, weights_digest  # noqa: E402
 
 task = worker.task_from_tf_config()  # {"type": "worker", "index": 0}; a missing or bad TF_CONFIG: one line, exit 2
 name = f"{task['type']}:{task['index']}"
@@ -240,7 +240,7 @@ worker.task_from_tf_config()  # no TF_CONFIG, or a malformed one: one line and e
 import tensorflow as tf  # noqa: E402
 
 from helpers.lessons.distribute_training import try_keras_fit  # noqa: E402
-from helpers.topics.distribute import FEATURES, make_data  # noqa: E402
+from helpers.topics.distribute_training.distribute import FEATURES, make_data  # noqa: E402
 
 resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()  # reads TF_CONFIG
 if resolver.task_type in ("worker", "ps"):

@@ -85,7 +85,7 @@ far this fresh process's memory rose above its start. Usage: python embedding_ch
 import argparse
 
 from helpers import cli
-from helpers.topics.memory import MemoryGuardError, estimate_peak, guard
+from helpers.topics.keep_arrays_out_of_graphs.memory import MemoryGuardError, estimate_peak, guard
 
 parser = argparse.ArgumentParser(prog="embedding_child.py")
 parser.add_argument("mib", type=cli.number(0, 1024), help="MiB of the array each op embeds")

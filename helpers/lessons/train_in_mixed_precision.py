@@ -69,7 +69,7 @@ args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no s
 
 from helpers import procs, timing
 from helpers.lessons.train_in_mixed_precision import compiled_model, image_dataset
-from helpers.topics.precision import make_images
+from helpers.topics.train_in_mixed_precision.precision import make_images
 
 train = image_dataset(*make_images(args.batch * args.steps, args.size), args.batch)
 model = compiled_model(args.policy, image_size=args.size)

@@ -92,7 +92,7 @@ import tensorflow as tf
 
 from helpers import env, procs, timing
 from helpers.lessons.tune_the_cpu import WORKLOADS
-from helpers.topics.cpu_report import error_text, loaded_libraries
+from helpers.topics.tune_the_cpu.cpu_report import error_text, loaded_libraries
 if set(args.workloads.split(",")) - set(WORKLOADS):
     parser.error(f"--workloads: {args.workloads!r} names a workload not in {sorted(WORKLOADS)}")
 

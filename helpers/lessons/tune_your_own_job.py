@@ -31,7 +31,7 @@ def end_to_end(model, dataset, steps):
 import tensorflow as tf
 
 from helpers import checks
-from helpers.topics import profiling
+from helpers.topics.profile_and_tune_a_job import profiling
 
 
 @checks.arguments(steps=checks.whole(1, 100_000))
@@ -62,7 +62,7 @@ import argparse
 import time
 
 from helpers import cli, procs
-from helpers.topics import jobfile
+from helpers.topics.tune_your_own_job import jobfile
 
 parser = argparse.ArgumentParser(prog="tune_trial.py")
 parser.add_argument("job", type=cli.existing_file, help="a job file: make_model() and make_dataset(batch_size), see jobs/template.py")

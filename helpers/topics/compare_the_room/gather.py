@@ -1,0 +1,284 @@
+"""Gather a room's benchmark results into one table and one figure (a workshop's last half hour).
+
+Every participant runs ``make bench ARGS=--quick``, which writes ``data/results/bench.json``;
+the facilitator collects the files into one folder (any names, any subfolders) and runs
+
+    python -m helpers.bench --gather FOLDER
+
+which prints each comparison's speed-up per machine, the machines' stamps, the comparisons whose
+direction disagrees between machines, and writes ``FOLDER/gathered.md`` and ``gathered.png``.
+A file that is not a bench result is skipped with the reason; the rest is still gathered.
+Reading and checking the files is ``gather_files``'s part (``load`` is re-exported here).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from helpers import fileio
+from helpers.results import KINDS
+from helpers.topics.compare_the_room.gather_files import (
+    GatherError,
+    Result,
+    load,
+)  # load re-exported: notebook 15 calls it
+
+
+def table(results: Sequence[Result], kind: str = "speed-up") -> Any:
+    """One ``kind`` of ratio (``results.KINDS``; speed-ups by default): one row per comparison id
+    that records it, one column per machine (NaN where it was not run)."""
+    import pandas as pd
+
+    from helpers.results import kind as kind_of
+
+    ids = sorted({i for r in results for i, record in r.records.items() if kind_of(record) == kind})
+    return pd.DataFrame(
+        {
+            r.label: [r.records[i]["speedup"] if i in r.records else math.nan for i in ids]
+            for r in results
+        },
+        index=pd.Index(ids, name="comparison"),
+    )
+
+
+def one_run(record: dict[str, Any]) -> bool:
+    """A record from a single run of each side: its spread has no width, and says nothing."""
+    return record.get("repeats", 2) < 2
+
+
+def disagreements(results: Sequence[Result]) -> list[str]:
+    """Speed-ups that are clearly faster on some machines and clearly slower on others (the whole
+    spread of the runs, from their quartiles, above 1 on one, below 1 on another). A single run
+    (``one_run``) has no spread, so it counts for neither."""
+    lines = []
+    for i in table(results).index:
+        measured = [r for r in results if i in r.records and not one_run(r.records[i])]
+        wins = [r.label for r in measured if r.records[i]["spread"][0] > 1]
+        losses = [r.label for r in measured if r.records[i]["spread"][1] < 1]
+        if wins and losses:
+            lines.append(f"{i}: faster on {', '.join(wins)}; slower on {', '.join(losses)}")
+    return lines
+
+
+def missing(results: Sequence[Result]) -> list[str]:
+    """Comparisons some machines did not run."""
+    every = {i for r in results for i in r.records}
+    return [
+        f"{i}: not run on {', '.join(r.label for r in results if i not in r.records)}"
+        for i in sorted(every)
+        if any(i not in r.records for r in results)
+    ]
+
+
+def figure(results: Sequence[Result], title: str = "") -> Any:
+    """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their
+    stamps. Other ratios (size ratios, shares of a bound) are not speed-ups: ``markdown`` lists
+    them."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from helpers import stamp
+
+    speedups = table(results)
+    ids, n = list(speedups.index), len(results)
+    fig = Figure(figsize=(8, 1.2 + 0.28 * len(ids) * max(n, 2) + 0.2 * n), layout="constrained")
+    ax = fig.add_subplot()
+    height = 0.8 / n
+    for k, r in enumerate(results):
+        y = np.arange(len(ids)) + k * height
+        values = speedups[r.label].to_numpy()
+        low = [
+            v - r.records[i]["spread"][0] if i in r.records else 0
+            for i, v in zip(ids, values, strict=True)
+        ]
+        high = [
+            r.records[i]["spread"][1] - v if i in r.records else 0
+            for i, v in zip(ids, values, strict=True)
+        ]
+        values = np.nan_to_num(values, nan=1.0)  # a comparison not run: no bar
+        ax.barh(
+            y,
+            values - 1.0,
+            left=1.0,
+            height=height,
+            xerr=[np.clip(low, 0, None), np.clip(high, 0, None)],
+            capsize=2,
+            label=f"{r.label}: {r.stamp}",
+        )  # from 1x: right is faster, left is slower
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ticks = [
+        t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]
+    ] or [1]
+    ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+    ax.minorticks_off()
+    ax.set_yticks(np.arange(len(ids)) + 0.4 - height / 2, ids, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(
+        "speed-up of the variant over the baseline (log scale; whiskers: spread of the runs)"
+    )
+    others = sum(len(table(results, k)) for k in KINDS if k != "speed-up")
+    ax.set_title(
+        (title or f"{len(ids)} speed-ups from {n} bench results")
+        + (
+            f"\n({others} other ratios, such as sizes, are in the table, not drawn)"
+            if others
+            else ""
+        ),
+        fontsize=10,
+    )
+    fig.legend(
+        loc="outside upper center", fontsize=7, ncols=1, frameon=False
+    )  # the stamp takes the foot
+    days = sorted({r.stamp.rsplit(" · ", 1)[-1] for r in results})
+    stamp.on_figure(
+        fig,
+        f"gathered from {n} bench results · {days[0]}"
+        + (f" to {days[-1]}" if len(days) > 1 else ""),
+    )
+    return fig
+
+
+def markdown(results: Sequence[Result], notes: Sequence[str] = ()) -> str:
+    """The gathered speed-ups, then the other ratios by kind, the machines, and what disagrees or is
+    missing, as markdown. A speed-up from a single run of each side is marked "(1 run)" (a size
+    is measured once, by nature)."""
+    from helpers.results import cell
+
+    labels = [cell(r.label) for r in results]  # folder names: a '|' would split the table
+    lines = []
+    for kind, meaning in KINDS.items():
+        rows = table(results, kind)
+        if rows.empty:
+            continue
+        if kind != "speed-up":
+            lines += ["", f"Not speed-ups, {kind} ({meaning}):", ""]
+        lines += ["| comparison | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+        for i, row in rows.iterrows():
+            speed = kind == "speed-up"
+            values = [
+                "-"
+                if math.isnan(v)
+                else f"{v:.2f}"
+                + ("x" if speed else "")
+                + (" (1 run)" if speed and one_run(r.records[i]) else "")
+                for r, v in zip(results, row, strict=True)
+            ]
+            lines.append(f"| {i} | " + " | ".join(values) + " |")
+    lines += ["", "Machines:"] + [
+        f"- {cell(r.label)}: {cell(r.stamp)} (workbook {cell(r.workbook)})" for r in results
+    ]
+    for heading, items in (
+        ("Disagree in direction", disagreements(results)),
+        ("Missing", missing(results)),
+        ("Notes", list(notes)),
+    ):
+        if items:
+            lines += ["", f"{heading}:"] + [f"- {cell(item)}" for item in items]
+    return "\n".join(lines)
+
+
+def main(folder: str | Path) -> int:
+    """``bench --gather FOLDER``: print the markdown, write gathered.md and gathered.png beside
+    the results; one clear line and exit code 1 when nothing can be gathered."""
+    from helpers import widgets
+
+    try:
+        results, notes = load(folder)
+    except GatherError as exc:
+        print(f"bench --gather: {exc}", file=sys.stderr)
+        return 1
+    text = markdown(results, notes)
+    print(text)
+    fileio.atomic_write_text(Path(folder) / "gathered.md", text + "\n")
+    fileio.atomic_write_bytes(Path(folder) / "gathered.png", widgets.png(figure(results)))
+    print(f"\nwrote {Path(folder) / 'gathered.md'} and gathered.png")
+    return 0
+
+
+# --- notebook 15's widget: gather any folder live --------------------------------------------
+
+
+def room_table(folder: str | Path, on_progress: Any = None) -> Any:
+    """The gathered speed-ups of ``folder`` as a table; the results and notes ride along in
+    ``table.attrs`` for ``room_figure`` and ``room_summary``."""
+    results, notes = load(folder)
+    speedups = table(results)
+    speedups.attrs.update(results=results, notes=notes)
+    if on_progress is not None:
+        on_progress(1, 1)
+    return speedups
+
+
+def room_figure(speedups: Any, title: str = "") -> Any:
+    """``figure`` of the results a ``room_table`` gathered."""
+    return figure(speedups.attrs["results"], title)
+
+
+def room_summary(speedups: Any) -> str:
+    """One line: how many machines and comparisons, and which disagree in direction."""
+    results = speedups.attrs["results"]
+    split = [line.split(":")[0] for line in disagreements(results)]
+    return (
+        f"{len(results)} machines, {len(speedups)} comparisons; "
+        + (
+            f"{len(split)} disagree in direction: {', '.join(split)}"
+            if split
+            else "none disagrees in direction"
+        )
+        + (f"; {len(speedups.attrs['notes'])} notes" if speedups.attrs["notes"] else "")
+    )
+
+
+def _most_varied(speedups: Any) -> str:
+    ratio = speedups.max(axis=1, skipna=True) / speedups.min(axis=1, skipna=True)
+    return str(ratio.idxmax())
+
+
+def check_most_varied(fn: Any, speedups: Any) -> Any:
+    """Exercise: ``fn(speedups)`` names the comparison whose speed-up varies most between machines
+    (largest max/min), on this room's table and on the same table without its first machine."""
+    from helpers.exercises import correct, not_yet
+
+    if not callable(fn):
+        return not_yet(f"most_varied must be a function of the table, got {type(fn).__name__}")
+    tables = [speedups] + (
+        [speedups.drop(columns=speedups.columns[0])] if speedups.shape[1] > 2 else []
+    )
+    holey = speedups.copy()
+    # A machine that did not run the least varied row: skipping the NaN keeps the answer, while
+    # NumPy's max and min turn that row's ratio into NaN, which np.argmax then picks.
+    gap_row = (speedups.max(axis=1) / speedups.min(axis=1)).idxmin()
+    holey.loc[gap_row, holey.columns[0]] = float("nan")
+    tables.append(holey)
+    answers = []
+    for t in tables:
+        want = _most_varied(t)
+        try:
+            got = fn(
+                t.copy()
+            )  # a copy: an answer that adds a column changes neither the check nor the table
+        except Exception as exc:  # the learner's code
+            return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
+        if not isinstance(got, str):
+            return not_yet(
+                f"return the comparison's name (a row label of the table), got {type(got).__name__}"
+            )
+        if got != want:
+            gap = " (with a NaN where a machine did not run it)" if t is holey else ""
+            return not_yet(
+                f"on machines {list(t.columns)}{gap} you named {got!r}; "
+                f"the largest max/min ratio is {want!r}. "
+                "Divide each row's max by its min, skipping machines that did not run it."
+            )
+        answers.append(want)
+    best = _most_varied(speedups)
+    return correct(
+        f"{best!r} varies most: from {speedups.loc[best].min():.2f}x "
+        f"to {speedups.loc[best].max():.2f}x; without {speedups.columns[0]} it is {answers[1]!r}; "
+        f"with {speedups.columns[0]}'s {gap_row} missing (NaN) it is {answers[-1]!r}."
+    )

@@ -1,0 +1,89 @@
+"""Device names and notebook 02's exercise checks; notebooks 03 and 04 reuse the names.
+
+The techniques (``tf.debugging.set_log_device_placement``, ``tf.device``,
+``tf.config.set_soft_device_placement``, towers with ``tf.add_n``) are written in the notebooks'
+cells; the placement log's capture is plumbing, in ``helpers.fdlog``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helpers.exercises import Feedback, correct, not_yet
+from helpers.fdlog import short_device as short_device  # re-exported: the notebooks use it
+
+
+def accelerator() -> str:
+    """The device to pin heavy math to: ``GPU:0`` when there is one, else the second logical
+    CPU (``CPU:1``) if set up, else ``CPU:0``."""
+    import tensorflow as tf
+
+    if tf.config.list_logical_devices("GPU"):
+        return "GPU:0"
+    cpus = tf.config.list_logical_devices("CPU")
+    return "CPU:1" if len(cpus) > 1 else "CPU:0"
+
+
+def full_device(name: str) -> str:
+    """``CPU:1`` or ``/device:CPU:1`` -> ``/device:CPU:1`` (what ``tf.device`` takes)."""
+    return name if name.startswith("/") else f"/device:{name}"
+
+
+def devices_used(table: Any, kernel_prefix: str) -> list[str]:
+    """The devices on which kernels starting with ``kernel_prefix`` ran, in first-seen order
+    (``"MatMul"`` also matches oneDNN's ``_MklMatMul``)."""
+    kernels = table["kernel"].str.replace(r"^_Mkl", "", regex=True)
+    return list(dict.fromkeys(table.loc[kernels.str.startswith(kernel_prefix), "device"]))
+
+
+def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
+    """Exercise (02): the placement table shows the matmul on ``device``."""
+    if not hasattr(table, "columns") or "kernel" not in getattr(table, "columns", []):
+        return not_yet("pass the table that log.run(...) returned (the second item).")
+    used = devices_used(table, "MatMul")
+    if not used:
+        return not_yet(
+            "the table shows no MatMul: did the function run for the first time inside log.run?"
+        )
+    if not table["kernel"].astype(str).str.startswith("__inference").any():
+        return not_yet(
+            "the MatMul ran eagerly: make my_pinned a tf.function (put @tf.function above its def)."
+        )
+    if used != [short_device(device)]:
+        return not_yet(f"the MatMul ran on {used}, not on {short_device(device)}.")
+    return correct(f"the MatMul ran on {short_device(device)}, as pinned.")
+
+
+def check_result_device(answer: Any, actual: Any) -> Feedback:
+    """Exercise (02): ``answer`` names the device that holds the tensor ``actual``."""
+    want = short_device(getattr(actual, "device", ""))
+    if not isinstance(answer, str) or not answer:
+        return not_yet("answer with a device name such as 'CPU:0'.")
+    if short_device(answer).upper() != want.upper():
+        return not_yet(f"{answer!r} is not where the result lives; look at its .device.")
+    return correct(f"the result lives on {want}.")
+
+
+def devices_summary(chosen: Any) -> str:
+    """Read 02's device-choice runs (one row per ``CUDA_VISIBLE_DEVICES`` value) in one sentence:
+    the GPUs each run saw, its logical devices, and which settings TensorFlow refused."""
+    if not hasattr(chosen, "iterrows") or chosen.empty:
+        raise ValueError("chosen must be the table of the device-choice runs (at least one row)")
+    runs = "; ".join(
+        f"CUDA_VISIBLE_DEVICES {value!r}: {row['physical GPUs']} GPU(s) found, "
+        f"{row['visible GPUs']} visible, logical devices {row['logical devices']}"
+        for value, row in chosen.iterrows()
+    )
+    settings = (
+        "memory growth on the CPU",
+        "memory_limit on the CPU",
+        "a change after the first op",
+    )
+    refused = [
+        name
+        for name in settings
+        if str(chosen.iloc[0].get(name, "")).split(":")[0].endswith("Error")
+    ]
+    accepted = [name for name in settings if name not in refused]
+    said = f"This run: {runs}. Refused in the first run: {', '.join(refused) or 'none'}"
+    return said + (f"; accepted: {', '.join(accepted)}." if accepted else ".")

@@ -1,0 +1,285 @@
+"""Notebook 05's plumbing: the measured tables of the embedded-constant pitfalls, the embedding
+experiment in a fresh process, the exercise check and the bench id. The memory guard is in
+``helpers.topics.keep_arrays_out_of_graphs.memory_guard`` (its names are re-exported here).
+
+The lesson (``tf1_graph``, ``three_functions``, the two dataset forms, the child program that
+measures a fresh process) is written in the notebook's ``#| export`` cells and imported here
+from ``helpers.lessons.keep_arrays_out_of_graphs``. Every measurement first estimates its peak
+memory and refuses to run when the estimate is above a safe fraction of the memory available.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from helpers import checks, lessons
+from helpers.checks import whole_number
+from helpers.comparison import Comparison
+from helpers.exercises import Feedback, correct, not_yet
+from helpers.rss import PeakRSS
+from helpers.timing import ProgressFn
+
+# The names imported "as" themselves are re-exported: notebook 05 calls memory.available_bytes, and
+# its child program (EMBEDDING_CHILD) imports MemoryGuardError, estimate_peak and guard from here.
+from helpers.topics.keep_arrays_out_of_graphs.memory_guard import (
+    MIB,
+    array_bytes,
+    estimate_peak,
+    guard,
+    make_array,
+)
+from helpers.topics.keep_arrays_out_of_graphs.memory_guard import (
+    MemoryGuardError as MemoryGuardError,
+)
+from helpers.topics.keep_arrays_out_of_graphs.memory_guard import available_bytes as available_bytes
+
+#: TensorFlow refuses a TensorProto of this many bytes or more.
+PROTO_LIMIT = 2**31
+
+
+def lesson() -> Any:
+    """Notebook 05's exported lesson code (imported on use: it imports TensorFlow)."""
+    return lessons.of("05_keep_arrays_out_of_graphs")
+
+
+def graph_stats(graph: Any) -> dict[str, int]:
+    """Node count and serialized GraphDef size of a ``tf.Graph``."""
+    graph_def = graph.as_graph_def()
+    return {"nodes": len(graph_def.node), "graph_bytes": graph_def.ByteSize()}
+
+
+@checks.arguments(n_ops=checks.whole(1, 100_000))
+def tf1_table(array: Any, n_ops: int) -> Any:
+    """Node count, GraphDef MiB and the rise of this process's memory (RSS) while building the
+    notebook's ``tf1_graph`` for each fix, smallest first; guarded before anything is built."""
+    import pandas as pd
+
+    whole_number("n_ops", n_ops)
+    guard(
+        estimate_peak("tf1_graph", array.nbytes, n_ops),
+        f"A TF1 graph holding {n_ops} copies of the array",
+    )
+    rows = []
+    for fix in ("placeholder", "convert_once", "none"):
+        with PeakRSS() as peak:
+            stats = graph_stats(lesson().tf1_graph(array, n_ops, fix))
+        rows.append(
+            {
+                "fix": fix,
+                "nodes": stats["nodes"],
+                "graph_mib": round(stats["graph_bytes"] / MIB, 1),
+                "rss_rise_mib": round(peak.peak_mib),
+            }
+        )
+    return pd.DataFrame(rows).set_index("fix")
+
+
+def _first_calls(array: Any) -> dict[str, Any]:
+    """First call of each of the notebook's ``three_functions``, each built fresh per call."""
+    import tensorflow as tf
+
+    tensor, x = tf.constant(array), tf.zeros(array.shape)
+    make = lesson().three_functions
+    return {
+        "embedded constant": lambda: make(array, tensor)[0](x),
+        "tensor argument": lambda: make(array, tensor)[1](x, tensor),
+        "captured tensor": lambda: make(array, tensor)[2](x),
+    }
+
+
+def tf2_table(array: Any) -> Any:
+    """Graph MiB, first-call ms and the rise of this process's memory for each of the notebook's
+    ``three_functions``; guarded before anything is built."""
+    import pandas as pd
+    import tensorflow as tf
+
+    from helpers import timing
+
+    guard(estimate_peak("function", array.nbytes), "Embedding the array in a tf.function")
+    tensor, x = tf.constant(array), tf.zeros(array.shape)
+    embedded, argument, captured = lesson().three_functions(array, tensor)
+    graphs = {
+        "embedded constant": embedded.get_concrete_function(x),
+        "tensor argument": argument.get_concrete_function(x, tensor),
+        "captured tensor": captured.get_concrete_function(x),
+    }
+    rows = []
+    for name, first_call in _first_calls(array).items():
+        with PeakRSS() as peak:
+            seconds = timing.time_once(first_call)
+        rows.append(
+            {
+                "variant": name,
+                "graph_mib": round(graphs[name].graph.as_graph_def().ByteSize() / MIB, 2),
+                "first_call_ms": round(seconds * 1e3, 1),
+                "rss_rise_mib": round(peak.peak_mib),
+            }
+        )
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def dataset_table(array: Any) -> Any:
+    """Graph MiB and the rise of this process's memory (and its ratio to the array) for the
+    notebook's two dataset forms; guarded before anything is built."""
+    import pandas as pd
+
+    guard(estimate_peak("dataset", array.nbytes), "from_tensor_slices inside a tf.function")
+    forms = {
+        "inside tf.function": lesson().dataset_inside,
+        "built eagerly": lesson().dataset_outside,
+    }
+    rows = []
+    for name, build in forms.items():
+        with PeakRSS() as peak:
+            total = build(array)
+            total()
+            graph_bytes = total.get_concrete_function().graph.as_graph_def().ByteSize()
+        rows.append(
+            {
+                "dataset": name,
+                "graph_mib": round(graph_bytes / MIB, 2),
+                "rss_rise_mib": round(peak.peak_mib),
+                "rise_per_array": round(peak.peak_mib / (array.nbytes / MIB), 1),
+            }
+        )
+    return pd.DataFrame(rows).set_index("dataset")
+
+
+def over_2gb_view() -> Any:
+    """A NumPy view that reports 2 GiB + 4 bytes but holds 4: it reaches TensorFlow's 2 GB
+    TensorProto check without allocating anything."""
+    import numpy as np
+
+    view = np.broadcast_to(np.float32(0), (PROTO_LIMIT // 4 + 1,))
+    assert view.nbytes >= PROTO_LIMIT and view.base is not None and view.base.nbytes == 4
+    return view
+
+
+def _steps(n_ops: int) -> list[int]:
+    whole_number("n_ops", n_ops)
+    return sorted({max(1, n_ops * k // 4) for k in range(1, 5)})
+
+
+def embedding_experiment(
+    mib: float = 4, n_ops: int = 20, on_progress: ProgressFn | None = None, timeout: float = 300.0
+) -> Any:
+    """For up to ``n_ops`` TF1 ops that each embed a ``mib`` MiB array: GraphDef MiB and peak
+    memory above the start, measured by the notebook's ``EMBEDDING_CHILD`` program in a fresh
+    Python process (a long-lived kernel reuses memory it freed earlier, which hides growth).
+
+    Guarded as a whole before the child starts; the child is killed and reaped if it fails or
+    runs past ``timeout`` seconds.
+    """
+    import pandas as pd
+
+    from helpers import procs
+
+    nbytes = array_bytes(mib)  # validates mib; nothing is allocated here
+    steps = _steps(n_ops)
+    # The steps run one after another and the allocator keeps what they freed: guard their sum.
+    estimate = sum(estimate_peak("tf1_graph", nbytes, n) for n in steps)
+    guard(
+        estimate,
+        f"embedding_experiment(mib={mib}, n_ops={n_ops}): graphs with "
+        f"{', '.join(map(str, steps))} embedded copies of a {mib} MiB array",
+    )
+    checks.number(0, 24 * 3600, above=True)("timeout", timeout)
+    if on_progress is not None:
+        on_progress(0, 1)
+    with procs.programs(
+        {"embedding_child.py": lesson().EMBEDDING_CHILD}, prefix="workbook-05-"
+    ) as files:
+        rows = procs.run_rows(
+            [sys.executable, str(files["embedding_child.py"]), str(mib), *map(str, steps)],
+            env={"TF_CPP_MIN_LOG_LEVEL": "2"},
+            timeout=timeout,
+        )
+    if on_progress is not None:
+        on_progress(1, 1)
+    return pd.DataFrame(rows).set_index("ops")
+
+
+def embedding_figure(table: Any, title: str = "") -> Any:
+    """GraphDef size and peak extra memory against the number of embedding ops."""
+    from matplotlib.figure import Figure
+
+    from helpers import widgets
+
+    fig = Figure(figsize=(6.4, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(table.index, table["graph_mib"], marker="o", label="GraphDef size")
+    ax.plot(
+        table.index,
+        table["peak_mib"],
+        marker="s",
+        label="process peak memory above its start (RSS)",
+    )
+    ax.set_xlabel("ops that use the NumPy array")
+    ax.set_ylabel("MiB")
+    ax.legend()
+    widgets.set_title(ax, title)
+    return fig
+
+
+def embedding_summary(table: Any) -> str:
+    """One line: how graph size and memory grew per op."""
+    last = table.iloc[-1]
+    return (
+        f"{int(table.index[-1])} ops: a {last['graph_mib']:.0f} MiB graph "
+        f"and {last['peak_mib']:.0f} MiB of extra memory at the peak "
+        f"({last['peak_mib'] / max(last['graph_mib'], 1e-9):.1f}x the graph)."
+    )
+
+
+@checks.arguments(limit_bytes=checks.whole(1, 2**31))
+def check_graph_is_small(graph: Any, limit_bytes: int = 64 * 1024) -> Feedback:
+    """Exercise: the fixed TF1 graph keeps its ten adds and holds the array at most once: at most
+    one constant larger than ``limit_bytes`` (the notebook's array is 1 MiB)."""
+    import tensorflow as tf
+
+    if not isinstance(graph, tf.Graph):
+        return not_yet(f"fixed must be a tf.Graph, got {type(graph).__name__}.")
+    stats = graph_stats(graph)
+    adds = [op for op in graph.get_operations() if op.type in ("AddV2", "Add")]
+    if len(adds) < 10:
+        return not_yet(f"the graph has {len(adds)} add ops; keep all ten.")
+    big = [n for n in graph.as_graph_def().node if n.op == "Const" and n.ByteSize() > limit_bytes]
+    if len(big) > 1:
+        return not_yet(
+            f"the graph is {stats['graph_bytes'] / MIB:.1f} MiB "
+            f"and holds {len(big)} large constants: "
+            "the array is still copied into each op. Convert it to a tensor once, before the loop."
+        )
+    return correct(
+        f"{len(adds)} adds in a {stats['graph_bytes'] / 1024:.0f} KiB graph: "
+        "the array is stored at most once."
+    )
+
+
+def _embedded_vs_argument(mib: float = 4) -> dict[str, Any]:
+    array = make_array(mib)
+    guard(estimate_peak("function", array.nbytes), "Embedding the array in a tf.function")
+    variants = _first_calls(array)
+    return {
+        "embedded constant": variants["embedded constant"],
+        "tensor argument": variants["tensor argument"],
+    }
+
+
+BENCHMARKS = [
+    Comparison(
+        id="keep_arrays_out_of_graphs.embedded_vs_argument",
+        title=(
+            "first call of a tf.function: "
+            "a NumPy array embedded as a constant vs passed as a tensor"
+        ),
+        make_variants=_embedded_vs_argument,
+        baseline="embedded constant",
+        variant="tensor argument",
+        quick={"mib": 4},
+        full={"mib": 16},
+        repeats=5,
+        min_time=0.0,
+    ),
+]

@@ -1,0 +1,120 @@
+"""Notebook 05's retracing plumbing: TensorFlow's Python warnings captured instead of printed,
+the retracing warning shown once, the exercise check and the bench id.
+
+The retracing lesson itself (``tf.function`` with ``reduce_retracing`` and ``input_signature``,
+``experimental_get_tracing_count``, ``scalar_vs_tensor``) is written in notebook 05's cells.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from helpers import checks
+from helpers.comparison import Comparison
+from helpers.exercises import Feedback, correct, not_yet
+
+
+@dataclass
+class Warnings:
+    """Messages TensorFlow's Python logger emitted inside ``captured_tf_warnings``."""
+
+    messages: list[str]
+
+
+@contextlib.contextmanager
+def captured_tf_warnings() -> Iterator[Warnings]:
+    """Collect TensorFlow's Python warnings (such as the retracing warning) instead of printing
+    them."""
+    import tensorflow as tf
+
+    logger = tf.get_logger()
+    caught = Warnings([])
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            caught.messages.append(record.getMessage())
+
+    handler, propagate = _Collect(level=logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    saved = [h for h in logger.handlers if h is not handler]
+    for h in saved:
+        logger.removeHandler(h)
+    try:
+        yield caught
+    finally:
+        logger.removeHandler(handler)
+        for h in saved:
+            logger.addHandler(h)
+        logger.propagate = propagate
+
+
+@checks.arguments(calls=checks.whole(1, 10_000))
+def retracing_warning(calls: int = 6) -> str:
+    """Call a fresh ``tf.function`` with ``calls`` new Python ints; return TensorFlow's retracing
+    warning (it warns once per function, so a rerun may get an explanation instead)."""
+    import tensorflow as tf
+
+    with captured_tf_warnings() as caught:
+        double = tf.function(lambda v: v * 2)
+        for i in range(calls):
+            double(i)
+    found = [m for m in caught.messages if "retracing" in m]
+    if found:
+        return found[0]
+    return (
+        f"{double.experimental_get_tracing_count()} traces, no warning this time: TensorFlow "
+        "warns once per function. Restart the kernel to see the warning again."
+    )
+
+
+def check_no_retracing(fn: Any) -> Feedback:
+    """Exercise: ``fn`` traces once for inputs of lengths 1..8. The calls go to a fresh copy of
+    ``fn`` (same Python function, signature and options), so the learner's function keeps the
+    traces it had and earlier calls do not count."""
+    import tensorflow as tf
+
+    if not hasattr(fn, "experimental_get_tracing_count"):
+        return not_yet("scale must be a tf.function.")
+    clone = getattr(fn, "_clone", None)  # no public way to copy a tf.function with its options
+    probe = clone(python_function=None) if callable(clone) else fn
+    before = 0 if probe is not fn else fn.experimental_get_tracing_count()
+    with captured_tf_warnings():
+        try:
+            for n in range(1, 9):
+                probe(tf.ones([n]))
+        except Exception as exc:  # the learner's code
+            return not_yet(
+                f"calling it on a float32 vector of length {n} raised {type(exc).__name__}: {exc}"
+            )
+    traces = probe.experimental_get_tracing_count() - before
+    if traces > 1:
+        hint = (
+            "reduce_retracing=True still traces twice (once for the first shape, once generalized)"
+            if getattr(fn, "_reduce_retracing", False)
+            else "each new length is a new trace"
+        )
+        return not_yet(
+            f"it traced {traces} times for 8 lengths: {hint}; "
+            "give it an input_signature with shape [None]."
+        )
+    return correct("one trace for every length.")
+
+
+BENCHMARKS = [
+    Comparison(
+        id="keep_arrays_out_of_graphs.python_scalar_vs_tensor",
+        title="per call: a new Python int (a retrace each time) vs a tensor",
+        make_variants="helpers.lessons.keep_arrays_out_of_graphs:scalar_vs_tensor",
+        baseline="Python scalar",
+        variant="tensor",
+        quick={},
+        full={},
+        repeats=20,
+        min_time=0.0,
+    ),
+]

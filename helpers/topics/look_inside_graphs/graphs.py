@@ -1,0 +1,225 @@
+"""Graphs as tables, the graph exercises' checks, and the eager vs ``tf.function`` comparison's
+registration (notebooks 00, 01). The comparison itself is lesson code, written in notebook 00
+and exported to ``helpers.lessons.start_here``. Also the readers of what a compiler made of a
+function (notebook 08): XLA's HLO text, Grappler's optimised graph, recompilations per shape."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from helpers import checks
+from helpers.comparison import Comparison
+from helpers.exercises import Feedback, correct, not_yet
+
+
+@checks.arguments(start=checks.whole(0))
+def ops_table(graph: Any, start: int = 0) -> Any:
+    """A table of a graph's operations from index ``start``: name, type, inputs, outputs
+    (name, shape, dtype) and the device each op asks for (empty: let TensorFlow choose)."""
+    import pandas as pd
+
+    rows = []
+    for op in graph.get_operations()[start:]:
+        rows.append(
+            {
+                "name": op.name,
+                "type": op.type,
+                "inputs": ", ".join(t.name for t in op.inputs),
+                "outputs": ", ".join(f"{t.name} {t.shape} {t.dtype.name}" for t in op.outputs),
+                "device": op.device,
+            }
+        )
+    return pd.DataFrame(rows, columns=["name", "type", "inputs", "outputs", "device"])
+
+
+@checks.arguments(start=checks.whole(0))
+def op_types(graph: Any, start: int = 0) -> Any:
+    """How many ops of each type a graph holds from index ``start`` on, most common first."""
+    import pandas as pd
+
+    types = pd.Series([op.type for op in graph.get_operations()[start:]], dtype="object")
+    counts = types.value_counts()
+    return (
+        counts.rename_axis("type")
+        .reset_index(name="count")
+        .sort_values(["count", "type"], ascending=[False, True], ignore_index=True)
+    )
+
+
+def check_affine_graph(graph: Any) -> Feedback:
+    """Exercise (01): ``graph`` holds ``z = x @ w + b`` with a placeholder, a variable and a
+    constant."""
+    import tensorflow as tf
+
+    if not isinstance(graph, tf.Graph):
+        return not_yet(f"g_ex must be a tf.Graph, got {type(graph).__name__}.")
+    types = {op.type for op in graph.get_operations()}
+    wanted = {
+        "a placeholder x": {"Placeholder"},
+        "a variable w": {"VarHandleOp", "VariableV2"},
+        "a matmul": {"MatMul", "BatchMatMulV2", "Einsum"},
+        "an add": {"AddV2", "Add", "BiasAdd"},
+    }
+    missing = [text for text, kinds in wanted.items() if not types & kinds]
+    if missing:
+        return not_yet(
+            f"the graph is missing {' and '.join(missing)}. Its op types: {sorted(types)}."
+        )
+    return correct(
+        f"{len(graph.get_operations())} ops; the graph only describes z until a Session runs it."
+    )
+
+
+def check_training_step(step: Any, w: Any) -> Feedback:
+    """Exercise (01): calling ``step()`` five times moves ``w`` towards 3.0 and lowers the loss."""
+    import tensorflow as tf
+
+    if not isinstance(w, tf.Variable):
+        return not_yet(f"w must be a tf.Variable, got {type(w).__name__}.")
+    if not hasattr(step, "get_concrete_function"):
+        return not_yet("step must be a tf.function (put @tf.function above its def).")
+    given = w.numpy()  # put back afterwards: a check never changes what it is given
+    w.assign(tf.zeros_like(w))
+    try:
+        losses = [float(step()) for _ in range(5)]
+        reached = w.numpy().round(3)
+    except Exception as exc:  # the learner's code
+        return not_yet(f"step() raised {type(exc).__name__}: {exc}")
+    finally:
+        w.assign(given)
+    if not all(b < a for a, b in zip(losses, losses[1:], strict=False)):
+        return not_yet(f"the loss did not fall at every step: {[round(x, 3) for x in losses]}.")
+    return correct(
+        f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}, starting from w = 0; "
+        f"w reached {reached}."
+    )
+
+
+BENCHMARKS = [
+    Comparison(
+        id="look_inside_graphs.eager_vs_function",
+        title="100-1000 tiny ops: eager op by op vs one tf.function graph",
+        make_variants="helpers.lessons.start_here:eager_vs_function",
+        baseline="eager",
+        variant="tf.function",
+        quick={"n_ops": 100},
+        full={"n_ops": 1000},
+    ),
+]
+
+
+# One HLO instruction: "%name = f32[100000]{0} multiply(%a, %b), ..." (optionally after "ROOT").
+_HLO_OP = re.compile(r"^\s*(?:ROOT\s+)?%\S+\s*=\s*\S+\s+([a-z][\w-]*)\(")
+_ELEMENTWISE = (
+    "add",
+    "multiply",
+    "subtract",
+    "divide",
+    "sine",
+    "cosine",
+    "tanh",
+    "exponential",
+    "maximum",
+)
+
+
+def _entry_ops(hlo: str) -> list[str]:
+    """The opcodes of the ENTRY computation of an HLO module's text: what runs as separate steps."""
+    ops, inside = [], False
+    for line in hlo.splitlines():
+        if line.startswith("ENTRY "):
+            inside = True
+        elif inside and line.startswith("}"):
+            break
+        elif inside and (match := _HLO_OP.match(line)):
+            ops.append(match[1])
+    return ops
+
+
+def hlo_summary(before: str, after: str) -> str:
+    """Read 08's two compiler IRs (stage "hlo" and "optimized_hlo") in one sentence: how many
+    elementwise steps the program's entry ran before XLA's optimisations, and what replaced them."""
+    if not all(isinstance(text, str) and "ENTRY" in text for text in (before, after)):
+        raise ValueError(
+            "before and after must be HLO module text, "
+            "from experimental_get_compiler_ir(...)(stage=...)"
+        )
+    first, second = _entry_ops(before), _entry_ops(after)
+    counted = lambda ops: {op: ops.count(op) for op in _ELEMENTWISE if op in ops}  # noqa: E731
+    fusions = re.findall(
+        r"=\s*\S+\s+fusion\(.*?kind=(\w+)", "\n".join(line for line in after.splitlines())
+    )
+    steps = ", ".join(f"{n} {op}" for op, n in counted(first).items()) or "no elementwise"
+    left = (
+        ", ".join(f"{n} {op}" for op, n in counted(second).items())
+        or "no elementwise instruction of its own"
+    )
+    return (
+        f"Before XLA's optimisations the program's entry ran {steps} instructions "
+        f"({len(first)} instructions in all); "
+        f"after them it runs {len(second)} instructions ({left}), "
+        f"with {len(fusions)} fusion(s) of kind {', '.join(sorted(set(fusions))) or '-'} "
+        "holding the elementwise work: one loop per fusion, one pass over memory."
+    )
+
+
+def optimized_op_types(fn: Any, *args: Any) -> list[str]:
+    """Call ``fn`` (a ``tf.function``) once and return the op types of its graph as Grappler
+    optimised it at its first call: the run metadata's post-optimisation graph (before oneDNN's
+    later renaming to its own kernels)."""
+    from tensorflow.python.eager import context
+
+    context.enable_run_metadata()
+    try:
+        fn(*args)
+        metadata = context.export_run_metadata()
+    finally:
+        context.disable_run_metadata()
+    graphs = [
+        g.post_optimization_graph
+        for g in metadata.function_graphs
+        if g.post_optimization_graph.node
+    ]
+    if not graphs:
+        raise ValueError(
+            "no optimised graph was recorded: pass a tf.function that runs TensorFlow ops"
+        )
+    plumbing = {"_Arg", "_Retval", "NoOp", "Identity", "Const"}
+    return sorted({node.op for graph in graphs for node in graph.node} - plumbing)
+
+
+def recompile_summary(rows: Any) -> str:
+    """Read 08's calls of an XLA function over several shapes. A new shape that needed no new trace
+    shows the compile alone; compare it with calls of a shape seen before."""
+    new = [r["ms"] for r in rows if r["shape seen before"] == "no"]
+    seen = [r["ms"] for r in rows if r["shape seen before"] == "yes"]
+    if not new or not seen:
+        raise ValueError("rows must hold calls of new shapes and of shapes seen before")
+    traces = [0] + [int(r["traces so far"]) for r in rows]
+    untraced = [
+        r["ms"]
+        for r, before, after in zip(rows, traces, traces[1:], strict=False)
+        if r["shape seen before"] == "no" and after == before
+    ]
+    said = f"{len(rows)} calls over {len(new)} shapes: traced {traces[-1]} time(s)"
+    if not untraced:
+        return (
+            f"{said}; every new shape also traced, so this run cannot tell a compile from a trace."
+        )
+    if min(untraced) > 5 * max(seen):
+        took = (
+            f"{min(untraced):,.1f}"
+            if min(untraced) == max(untraced)
+            else f"{min(untraced):,.1f}-{max(untraced):,.1f}"
+        )
+        return (
+            f"{said}. A new shape that needed no new trace still took {took} ms, "
+            f"against {min(seen):,.1f}-{max(seen):,.1f} ms for a shape seen before: "
+            "XLA compiled it for that shape."
+        )
+    return (
+        f"{said}. A new shape that needed no new trace took {max(untraced):,.1f} ms, against "
+        f"{min(seen):,.1f}-{max(seen):,.1f} ms for a shape seen before: "
+        "no clear compile cost per shape in this run."
+    )

@@ -1,0 +1,5 @@
+"""Notebook 11, ``notebooks/11_quantize_for_inference.ipynb``.
+
+``quant``, ``quant_models``, ``model_latency``: the conversion modes compared; the data,
+training, TFLite conversion and LiteRT interpreters; MobileNetV2's latency against its size.
+"""

@@ -1,0 +1,47 @@
+"""Notebook 04's exercise check: towers summed with ``tf.add_n``, read from the placement log.
+
+The technique (a ``tf.device`` block per tower, ``tf.add_n`` on the CPU) is written in the
+notebook's cells.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helpers.exercises import Feedback, correct, not_yet
+from helpers.topics.find_where_ops_run.placement import devices_used
+
+
+def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
+    """Exercise (04): ``result`` equals ``batch^T batch``; the table shows matmuls on several
+    devices and the ``AddN`` on ``CPU:0``."""
+    import tensorflow as tf
+
+    if not hasattr(result, "shape"):
+        got = "nothing" if result is None else f"a {type(result).__name__}, not a tensor"
+        return not_yet(f"my_towers returned {got}: return the tf.add_n of the two towers.")
+    if not hasattr(table, "columns"):
+        return not_yet(
+            "pass the table that log.run(lambda: my_towers(batch)) returned (the second item)."
+        )
+    want = tf.matmul(batch, batch, transpose_a=True)
+    if tuple(result.shape) != tuple(want.shape):
+        return not_yet(f"the result has shape {tuple(result.shape)}, not {tuple(want.shape)}.")
+    error = float(tf.reduce_max(tf.abs(result - want)) / (tf.reduce_max(tf.abs(want)) + 1e-12))
+    if error > 1e-4:
+        return not_yet(
+            f"the sum of the towers differs from batch^T batch (relative error {error:.1e})."
+        )
+    matmuls = sorted(
+        {d for kind in ("MatMul", "BatchMatMul", "Einsum") for d in devices_used(table, kind)}
+    )
+    sums = devices_used(table, "AddN")
+    if matmuls != ["CPU:2", "CPU:3"]:
+        return not_yet(
+            f"the matmuls ran on {matmuls}: put one tower on CPU:2 and the other on CPU:3."
+        )
+    if sums != ["CPU:0"]:
+        return not_yet(
+            f"the add_n ran on {sums or 'no device (is there an add_n?)'}, not on CPU:0."
+        )
+    return correct(f"towers on {', '.join(matmuls)}, summed on CPU:0; same numbers as one matmul.")

@@ -1,0 +1,294 @@
+"""Notebook 16 and ``python -m helpers.tune``, the report: the trials ranked by measured gain with
+spread, verdict, loss check and the change to make; the combined settings; and the same as
+markdown and as a bench result (``helpers.results``) that ``bench --gather`` reads, so a team can
+compare one job across machines. The notebook's figure and readings are in ``tune_readings``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from helpers import checks, fileio, results, timing, verdicts
+from helpers.topics.tune_your_own_job.tune_readings import (
+    bound_reading as bound_reading,
+)  # re-exported: notebook 16
+from helpers.topics.tune_your_own_job.tune_readings import (
+    figure as figure,
+)  # re-exported: notebook 16 calls it
+from helpers.topics.tune_your_own_job.tune_readings import (  # re-exported: notebook 16 calls it
+    head_to_head_reading as head_to_head_reading,
+)
+from helpers.topics.tune_your_own_job.tuning_trials import (
+    BASELINE,
+    COMBINED,
+    Outcome,
+    loss_problem,
+    measured,
+    rate_ratio,
+)
+
+
+def _row(base: Outcome, outcome: Outcome) -> dict[str, Any]:
+    trial = outcome.trial
+    row = {
+        "trial": trial.name,
+        "examples/s": None,
+        "gain": None,
+        "gain q1-q3": "",
+        "verdict": "",
+        "loss": None,
+        "runs": len(outcome.losses),
+        "change": trial.code,
+        "note": "",
+    }
+    if trial.skipped:
+        return {**row, "verdict": "skipped", "note": trial.skipped}
+    if outcome.error:
+        return {**row, "verdict": "broke the job", "note": outcome.error}
+    if not outcome.seconds or not base.seconds:
+        return {**row, "verdict": "not run", "note": "the time budget ran out first"}
+    gain, low, high = rate_ratio(base, outcome)
+    problem = loss_problem(base, outcome)
+    median = timing.Timing(trial.name, tuple(outcome.seconds)).median
+    return {
+        **row,
+        "examples/s": round(outcome.examples / median, 1),
+        "gain": round(gain, 2),
+        "gain q1-q3": f"{low:.2f}-{high:.2f}",
+        "verdict": "trains differently" if problem else verdicts._outcome(low, high, gain),
+        "loss": round(sorted(outcome.losses)[len(outcome.losses) // 2], 4),
+        "note": problem,
+    }
+
+
+def table(outcomes: Mapping[str, Outcome], combined: Mapping[str, Outcome] | None = None) -> Any:
+    """The ranked table: the job first, then trials by gain (measured ones first), then the
+    combined run (measured against the job in a rotation of its own)."""
+    import pandas as pd
+
+    base = outcomes[BASELINE]
+    rows = [_row(base, o) for name, o in outcomes.items() if name != BASELINE]
+    rows.sort(key=lambda r: (r["gain"] is None, -(r["gain"] or 0)))
+    first = _row(base, base) | {"verdict": "", "gain q1-q3": ""}
+    if combined:
+        rows.append(_row(combined[BASELINE], combined[COMBINED]))
+    frame = pd.DataFrame([first, *rows]).set_index("trial")
+    return frame
+
+
+def faster(frame: Any) -> list[str]:
+    """The trials whose verdict is "faster" (not the combined row), best first."""
+    return [
+        name
+        for name, verdict in frame["verdict"].items()
+        if verdict == "faster" and name != COMBINED
+    ]
+
+
+def worth_retrying(frame: Any) -> list[str]:
+    """Trials that did not pay alone but might once the bottleneck moves: no clear difference,
+    whatever the median (a spread that wide is no verdict), or clearly slower by at most 10 % (not
+    broken, skipped, unrun or training differently)."""
+    return [
+        name
+        for name, r in frame.iterrows()
+        if name not in (BASELINE, COMBINED)
+        and (
+            r["verdict"] == "no clear difference" or (r["verdict"] == "slower" and r["gain"] >= 0.9)
+        )
+    ]
+
+
+def summary(frame: Any, second: Any = None) -> str:
+    """The report's reading, computed from the table (and ``second``, the trials tried again on
+    top of the winners): what paid, what did not, what broke."""
+    won = faster(frame)
+    tried = int((frame["verdict"] != "skipped").sum()) - 1 - int(COMBINED in frame.index)
+    gains = ", ".join(f"{n} ({frame.at[n, 'gain']:.2f}x)" for n in won)
+    parts = [f"{len(won)} of {tried} trials made the job faster" + (f": {gains}." if won else ".")]
+    unrun = int((frame["verdict"] == "not run").sum())
+    if unrun:
+        parts.append(
+            f"{unrun} of them did not run within the time budget: give it more to measure them."
+        )
+    for label, verdict in (
+        ("made it slower", "slower"),
+        ("broke the job", "broke the job"),
+        ("trained differently", "trains differently"),
+    ):
+        names = [n for n, v in frame["verdict"].items() if v == verdict]
+        if names:
+            parts.append(f"{', '.join(names)} {label}.")
+    if second is not None:
+        late = faster(second)
+        parts.append(
+            f"Tried again on top of the changes that paid, {len(late)} of {len(second) - 1} "
+            "then paid"
+            + (
+                ": " + ", ".join(f"{n} ({second.at[n, 'gain']:.2f}x over them)" for n in late) + "."
+                if late
+                else "."
+            )
+        )
+    clashed = frame.attrs.get("clashes", {})
+    if clashed:
+        parts.append(
+            " ".join(
+                f"{n} was not combined: it sets what {better} sets, which gained more."
+                for n, better in clashed.items()
+            )
+        )
+    if measured(frame, COMBINED):
+        c = frame.loc[COMBINED]
+        gains = [frame.at[n, "gain"] for n in won if n not in clashed]
+        gains += [] if second is None else [second.at[n, "gain"] for n in faster(second)]
+        product = math.prod(gains)
+        low, high = timing.span(c["gain q1-q3"])
+        inside = "inside" if low <= product <= high else "outside"
+        parts.append(
+            f"All of them together: {c['gain']:.2f}x "
+            f"({c['gain q1-q3']} from the quartiles of both); "
+            "the product of their gains "
+            f"measured {'one at a time' if second is None else 'alone and on top'} "
+            f"is {product:.2f}x, {inside} "
+            "that range: measure a combination, do not multiply."
+        )
+    return " ".join(parts)
+
+
+#: The report's last section: the changes alone, best first, then those that paid on top of them.
+PAID_HEADING = "## The changes that paid (alone, best first; then on top, best first)"
+
+
+def markdown(frame: Any, job: str, stamp: str, second: Any = None) -> str:
+    """The report as markdown: the reading, the table, and the changes to make."""
+    lines = [
+        f"# Tuning report: {results.cell(job)}",
+        "",
+        f"Machine: {results.cell(stamp)}",
+        "",
+        summary(frame, second),
+        "",
+        "| trial | examples/s | gain | gain q1-q3 | verdict | loss | note |",
+        "|---|--:|--:|---|---|--:|---|",
+    ]
+    for name, r in frame.iterrows():
+        cells = [
+            name,
+            r["examples/s"],
+            r["gain"],
+            r["gain q1-q3"],
+            r["verdict"],
+            r["loss"],
+            r["note"],
+        ]
+        lines.append(
+            "| " + " | ".join(results.cell("" if v is None or v != v else v) for v in cells) + " |"
+        )
+    if second is not None:
+        lines += [
+            "",
+            "## Tried again on top of the changes that paid",
+            "",
+            "| trial | gain over them | gain q1-q3 | verdict |",
+            "|---|--:|---|---|",
+        ]
+        lines += [
+            "| "
+            + " | ".join(
+                results.cell("" if v is None or v != v else v)
+                for v in (n, r["gain"], r["gain q1-q3"], r["verdict"])
+            )
+            + " |"
+            for n, r in second.iterrows()
+            if n != BASELINE
+        ]
+    clashed = frame.attrs.get("clashes", {})
+    won = [n for n in faster(frame) if n not in clashed] + (
+        [] if second is None else faster(second)
+    )
+    if won:
+        lines += ["", PAID_HEADING, ""]
+        for name in won:
+            where = frame if name in faster(frame) else second
+            lines += [
+                f"- **{results.cell(name)}** ({where.at[name, 'gain']:.2f}x"
+                f"{'' if where is frame else ' on top'}):",
+                "",
+                "  ```python",
+                *(f"  {line}" for line in frame.at[name, "change"].splitlines()),
+                "  ```",
+            ]
+        lines += [
+            f"- Not combined: {results.cell(n)} sets what {results.cell(b)} sets."
+            for n, b in clashed.items()
+        ]
+    return "\n".join(lines) + "\n"
+
+
+@checks.arguments(quick=checks.flag)
+def bench_result(
+    frame: Any,
+    outcomes: Mapping[str, Outcome],
+    job: str,
+    machine: dict[str, Any],
+    stamp: str,
+    started: str,
+    quick: bool,
+) -> dict[str, Any] | None:
+    """The measured trials as one bench result (``helpers.results``), ids ``tune.<job>.<trial>``;
+    None when the budget ended before any trial beside the job's own run was measured."""
+    from helpers import stamp as stamps
+
+    slug = re.sub(r"[^A-Za-z0-9_]+", "_", Path(job).stem).strip("_") or "job"
+    records = []
+    for name, r in frame.iterrows():
+        if r["gain"] is None or r["gain"] != r["gain"] or name == BASELINE:
+            continue
+        low, high = timing.span(r["gain q1-q3"])
+        records.append(
+            {
+                "id": f"tune.{slug}.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_')}"[:120],
+                "speedup": float(r["gain"]),
+                "spread": [low, high],
+                "baseline": BASELINE,
+                "variant": name,
+                "repeats": len(outcomes[name].seconds) if name in outcomes else 1,
+                "note": f"{r['verdict']}; {r['change']}"[:2000],
+            }
+        )
+    if (
+        not records
+    ):  # a bench result compares something: with nothing measured there is none to write
+        return None
+    data = {
+        "machine": machine,
+        "workbook": stamps.workbook_version(),
+        "stamp": stamp,
+        "quick": quick,
+        "started": started,
+        "comparisons": records,
+    }
+    return results.check(data)
+
+
+def save(
+    folder: str | Path, frame: Any, data: dict[str, Any] | None, text: str
+) -> tuple[Path, ...]:
+    """Write ``report.md`` and, when a trial was measured (``data``), ``report.json`` into
+    ``folder`` (whole files or none); a ``report.json`` of an earlier run is removed otherwise."""
+    import json
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    md, js = folder / "report.md", folder / "report.json"
+    fileio.atomic_write_text(md, text)
+    if data is None:
+        js.unlink(missing_ok=True)  # it would describe another run than report.md
+        return (md,)
+    fileio.atomic_write_text(js, json.dumps(data, indent=1) + "\n")
+    return md, js

@@ -1,0 +1,133 @@
+"""Unit tests for helpers.topics.choose_rnn_kernels.rnn: the LSTM paths agree, the tables hold what
+they say, bad
+input."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers.topics.choose_rnn_kernels import rnn
+
+
+def test_lstm_kinds_give_the_same_outputs():
+    differences = rnn.lstm_differences()
+    assert set(differences) == {"RNN(LSTMCell)", "LSTM unroll=True", "BlockLSTMV2"}
+    assert all(d < 1e-5 for d in differences.values()), differences
+
+
+def test_training_variants_return_gradients_for_every_kind():
+    import tensorflow as tf
+
+    variants = rnn.rnn_variants(batch=2, steps=4, features=3, units=5, training=True)
+    assert list(variants) == list(rnn.KINDS)
+    for name, fn in variants.items():
+        grads = fn()
+        assert grads and all(
+            g is not None and bool(tf.reduce_all(tf.math.is_finite(g))) for g in grads
+        ), name
+    # shared weights: the loop and the unrolled LSTM have the same gradients
+    a, b = variants["LSTM"](), variants["LSTM unroll=True"]()
+    assert all(float(tf.reduce_max(tf.abs(x - y))) < 1e-5 for x, y in zip(a, b, strict=True))
+
+
+def test_cudnn_variants_agree_on_cpu():
+    import tensorflow as tf
+
+    variants = rnn.cudnn_variants(batch=2, steps=4, features=3, units=5)
+    a, b = (fn() for fn in variants.values())
+    assert all(float(tf.reduce_max(tf.abs(x - y))) < 1e-5 for x, y in zip(a, b, strict=True))
+
+
+def test_unroll_table_grows_the_unrolled_graph_only():
+    calls = []
+    table = rnn.unroll_table(
+        (2, 6), batch=2, features=3, units=4, repeats=1, on_progress=lambda d, t: calls.append(d)
+    )
+    assert list(table.index) == [(2, "loop"), (2, "unrolled"), (6, "loop"), (6, "unrolled")]
+    assert table.loc[(2, "loop"), "graph nodes"] == table.loc[(6, "loop"), "graph nodes"]
+    assert table.loc[(6, "unrolled"), "graph nodes"] > table.loc[(2, "unrolled"), "graph nodes"]
+    assert (table["step ms"] > 0).all() and calls == [1, 2]
+    assert rnn.unroll_summary(table).startswith("6 steps: unrolling made the first call")
+    assert "unrolled vs loop" in rnn.unroll_summary(
+        table
+    ) or "than loop (quartile ratios" in rnn.unroll_summary(table)
+    fig = rnn.unroll_figure(table, "t")
+    assert len(fig.axes) == 3
+
+
+def test_check_cudnn_ready():
+    import keras
+
+    assert rnn.check_cudnn_ready(keras.layers.LSTM(4))
+    text = repr(
+        rnn.check_cudnn_ready(
+            keras.layers.LSTM(4, recurrent_dropout=0.2, unroll=True, activation="relu")
+        )
+    )
+    assert "recurrent_dropout=0.2" in text and "unroll=True" in text and "activation=relu" in text
+    assert "use_cudnn=False" in repr(rnn.check_cudnn_ready(keras.layers.LSTM(4, use_cudnn=False)))
+    assert "pass a keras.layers.LSTM" in repr(rnn.check_cudnn_ready(keras.layers.GRU(4)))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="kinds must be among"):
+        rnn.rnn_variants(kinds=("cuDNN",))
+    with pytest.raises(ValueError, match="steps must be"):
+        rnn.rnn_variants(steps=0)
+    with pytest.raises(ValueError, match="steps_list"):
+        rnn.unroll_table(())
+    with pytest.raises(ValueError, match="units must be"):
+        rnn.cudnn_variants(units=-1)
+
+
+def test_benchmark_registered():
+    from helpers import bench
+
+    record = bench.registry()["choose_rnn_kernels.unrolled_vs_loop"].run(quick=True)
+    assert record["speedup"] > 0 and record["baseline"] == "loop"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"activation": "relu"},
+        {"recurrent_activation": "hard_sigmoid"},
+        {"unroll": True},
+        {"use_bias": False},
+    ],
+)
+def test_cudnn_blockers_agree_with_keras_own_check(kwargs):
+    """Notebook 09's cudnn_blockers against Keras' private check of the same settings."""
+    import keras
+    from keras.src.backend.tensorflow.rnn import _do_lstm_arguments_support_cudnn
+
+    layer = keras.layers.LSTM(4, **kwargs)
+    cell = layer.cell
+    keras_ok = _do_lstm_arguments_support_cudnn(
+        cell.activation, cell.recurrent_activation, layer.unroll, cell.use_bias
+    )
+    assert (rnn.lesson().cudnn_blockers(layer) == []) == keras_ok
+
+
+def test_layer_norm_cell_and_the_padded_variants_train():
+    import keras
+    import tensorflow as tf
+
+    from helpers.lessons import choose_rnn_kernels as lesson
+
+    layer = keras.layers.RNN(lesson.LayerNormLSTMCell(8), return_sequences=True)
+    out = layer(tf.ones([2, 5, 4]))
+    assert out.shape == (2, 5, 8)
+    names = {v.path.split("/")[-2] for v in layer.trainable_variables}
+    assert len(layer.trainable_variables) == 7 and any("layer_normalization" in n for n in names)
+    variants = lesson.padded_and_more_variants(batch=4, steps=6, features=3, units=5)
+    assert list(variants) == [
+        "LSTM",
+        "LSTM, right-padded mask",
+        "RNN(LayerNormLSTMCell)",
+        "Bidirectional(LSTM)",
+    ]
+    for name, step in variants.items():
+        grads = step()
+        assert all(g is not None and bool(tf.reduce_all(tf.math.is_finite(g))) for g in grads), name

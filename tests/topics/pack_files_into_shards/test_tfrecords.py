@@ -1,0 +1,453 @@
+"""Unit tests for helpers.topics.pack_files_into_shards.tfrecords: conversion, atomicity
+(interrupted and killed runs),
+idempotence, verification (a flipped byte is named by shard and record) and the readers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers.datasets import cifar
+from helpers.lessons import pack_files_into_shards as lesson
+from helpers.topics.pack_files_into_shards import shard_reading, tfrecords
+
+
+@pytest.fixture(scope="module")
+def data():
+    return cifar.synthetic_images(120, seed=3)
+
+
+def convert(data, out, **kwargs):
+    images, labels = data
+    kwargs.setdefault("n_shards", 3)
+    return tfrecords.convert(images, labels, out, "train", progress=False, **kwargs)
+
+
+def test_plan_shards():
+    assert tfrecords.plan_shards(10, 100, 300) == [(0, 3), (3, 7), (7, 10)]
+    assert tfrecords.plan_shards(10, 100, 10**9) == [(0, 10)]
+    assert len(tfrecords.plan_shards(10, 100, 1)) == 10
+    assert tfrecords.plan_shards(10, 100, 300, n_shards=2) == [(0, 5), (5, 10)]
+    with pytest.raises(ValueError, match="nothing to convert"):
+        tfrecords.plan_shards(0, 100, 300)
+    with pytest.raises(ValueError, match="n_shards"):
+        tfrecords.plan_shards(10, 100, 300, n_shards=0)
+
+
+@pytest.mark.parametrize(
+    "gzip,encoding", [(False, "raw"), (True, "raw"), (False, "png"), (False, "jpeg")]
+)
+def test_convert_and_verify(tmp_path, data, gzip, encoding):
+    shards = convert(data, tmp_path, gzip=gzip, encoding=encoding)
+    assert [s.records for s in shards] == [40, 40, 40]
+    assert shards[0].file == "train-00000-of-00003.tfrecord" + (".gz" if gzip else "")
+    assert tfrecords.verify(tmp_path, *data, "train", progress=False) == {
+        "shards": 3,
+        "records": 120,
+    }
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["train"]["options"] == {"gzip": gzip, "encoding": encoding}
+
+
+def test_bad_input(tmp_path, data):
+    images, labels = data
+    with pytest.raises(ValueError, match="120 images but 119 labels"):
+        tfrecords.convert(images, labels[:-1], tmp_path, "train")
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        tfrecords.convert(images, labels, tmp_path, "train", encoding="jpeg2000")
+    with pytest.raises(ValueError, match="plain name"):
+        tfrecords.convert(images, labels, tmp_path, "../train")
+    with pytest.raises(tfrecords.VerificationError, match="has no split 'eval'"):
+        tfrecords.verify(tmp_path, images, labels, "eval")
+
+
+def test_rerun_skips_up_to_date_shards_and_redoes_changed_ones(tmp_path, data):
+    convert(data, tmp_path)
+    stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.tfrecord")}
+    time.sleep(0.01)
+    convert(data, tmp_path)
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.tfrecord")} == stamps
+    images, labels = data
+    changed = images.copy()
+    changed[100] = 0  # in the last shard only
+    tfrecords.convert(changed, labels, tmp_path, "train", n_shards=3, progress=False)
+    after = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.tfrecord")}
+    assert after["train-00000-of-00003.tfrecord"] == stamps["train-00000-of-00003.tfrecord"]
+    assert after["train-00002-of-00003.tfrecord"] != stamps["train-00002-of-00003.tfrecord"]
+    assert tfrecords.verify(tmp_path, changed, labels, "train", progress=False)["records"] == 120
+
+
+def test_resharding_removes_stale_shards(tmp_path, data):
+    convert(data, tmp_path, n_shards=3)
+    convert(data, tmp_path, n_shards=2)
+    assert sorted(p.name for p in tmp_path.glob("*.tfrecord")) == [
+        "train-00000-of-00002.tfrecord",
+        "train-00001-of-00002.tfrecord",
+    ]
+
+
+def test_flipped_byte_is_named_by_shard_and_record(tmp_path, data):
+    convert(data, tmp_path)
+    offset = tfrecords.flip_bit(tmp_path / "train-00001-of-00003.tfrecord")
+    record_size = (tmp_path / "train-00001-of-00003.tfrecord").stat().st_size // 40
+    with pytest.raises(tfrecords.VerificationError) as exc:
+        tfrecords.verify(tmp_path, *data, "train", progress=False)
+    message = str(exc.value)
+    assert message.startswith(
+        f"train-00001-of-00003.tfrecord: record {offset // record_size} is corrupt"
+    )
+    assert "function_node" not in message
+    with pytest.raises(ValueError, match="outside"):
+        tfrecords.flip_bit(tmp_path / "train-00000-of-00003.tfrecord", offset=10**9)
+
+
+def test_wrong_source_is_named(tmp_path, data):
+    convert(data, tmp_path)
+    images, labels = data
+    other = labels.copy()
+    other[45] = (other[45] + 1) % 10
+    with pytest.raises(
+        tfrecords.VerificationError,
+        match="train-00001-of-00003.tfrecord: record 5 does not match source image 45",
+    ):
+        tfrecords.verify(tmp_path, images, other, "train", progress=False)
+
+
+def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypatch):
+    real, calls = lesson.make_example, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1 + 40 + 10:  # the size probe, shard 0, then 10 records into shard 1
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lesson, "make_example", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        convert(data, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "manifest.json",
+        "train-00000-of-00003.tfrecord",
+    ]
+    monkeypatch.setattr(lesson, "make_example", real)
+    convert(data, tmp_path)
+    assert tfrecords.verify(tmp_path, *data, "train", progress=False)["shards"] == 3
+
+
+def test_a_rerun_removes_what_a_killed_run_left_half_written(tmp_path, data):
+    """A kill can land while a shard or the manifest is being written: the rerun removes both
+    temps."""
+    (tmp_path / ".train-00000-of-00003.tfrecord.x1.tmp").write_bytes(b"half a shard")
+    (tmp_path / ".manifest.json.x2.tmp").write_text('{"train": ')
+    convert(data, tmp_path)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_killed_conversion_leaves_only_complete_shards(tmp_path):
+    """SIGKILL a real conversion mid-way: every shard under a final name is complete."""
+    code = textwrap.dedent(f"""
+        from helpers.datasets import cifar
+        from helpers.topics.pack_files_into_shards import tfrecords
+        images, labels = cifar.synthetic_images(4000, seed=9)
+        print("ready", flush=True)
+        tfrecords.convert(
+            images, labels, {str(tmp_path)!r}, "train", n_shards=40, encoding="png", progress=False
+        )
+    """)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(list(tmp_path.glob("train-*.tfrecord"))) < 3:
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    finals = sorted(tmp_path.glob("train-*.tfrecord"))
+    assert 3 <= len(finals) < 40, "the kill did not land mid-conversion"
+    manifest = json.loads((tmp_path / "manifest.json").read_text())["train"]["shards"]
+    recorded = {s["file"]: s for s in manifest}
+    for (
+        path
+    ) in finals:  # complete: it matches the manifest's checksum, or it is the one being recorded
+        if path.name in recorded:
+            assert tfrecords.sha256_of(path) == recorded[path.name]["sha256"]
+    assert len(finals) - len(recorded) <= 1
+    images, labels = cifar.synthetic_images(4000, seed=9)
+    tfrecords.convert(
+        images, labels, tmp_path, "train", n_shards=40, encoding="png", progress=False
+    )
+    assert not list(tmp_path.glob(".*.tmp"))
+    assert tfrecords.verify(tmp_path, images, labels, "train", progress=False) == {
+        "shards": 40,
+        "records": 4000,
+    }
+
+
+def test_readers_agree(tmp_path):
+    images, labels = cifar.synthetic_images(64, seed=4)
+    inputs = shard_reading.reader_inputs(tmp_path, images, labels, cifar.CLASSES)
+    built = lesson.reader_variants(inputs, images, labels, cifar.CLASSES)
+    assert list(built) == list(shard_reading.READERS)
+    assert {name: read() for name, read in built.items()} == dict.fromkeys(
+        shard_reading.READERS, 64
+    )
+    first = next(iter(lesson.read_files(inputs["files"], cifar.CLASSES, batch=64)))
+    order = [int(Path(p).stem) for p in inputs["files"]]
+    np.testing.assert_array_equal(first[1].numpy(), labels[order])
+    np.testing.assert_array_equal(first[0].numpy(), images[order])
+
+
+def test_widget_variants_pair_png_files_with_the_chosen_reader(tmp_path):
+    built = shard_reading.files_vs_reader("1 shard, batched parse", n=32, workdir=tmp_path)
+    assert list(built) == ["PNG files", "1 shard, batched parse"]
+    assert [read() for read in built.values()] == [32, 32]
+    with pytest.raises(ValueError, match="reader must be one of"):
+        shard_reading.files_vs_reader("PNG files", n=32, workdir=tmp_path)
+
+
+def test_png_records_decode_to_the_same_pixels_and_refuse_a_batched_parse(tmp_path):
+    images, labels = cifar.synthetic_images(40, seed=5)
+    inputs = shard_reading.reader_inputs(tmp_path, images, labels, cifar.CLASSES)
+    read = list(
+        lesson.read_shards(inputs["one_png"], batched_parse=False, encoding="png", batch=40)
+    )
+    np.testing.assert_array_equal(read[0][0].numpy(), images)
+    np.testing.assert_array_equal(read[0][1].numpy(), labels)
+    with pytest.raises(ValueError, match="decoded one at a time: pass batched_parse=False"):
+        lesson.read_shards(inputs["one_png"], encoding="png")
+
+
+def page_cached(path):
+    """How many of the file's pages sit in the page cache (Linux mincore on a private map of it)."""
+    import ctypes
+    import mmap
+
+    size = os.path.getsize(path)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    vec = (ctypes.c_ubyte * -(-size // mmap.PAGESIZE))()
+    with (
+        open(path, "rb") as handle,
+        mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY) as mapped,
+    ):
+        view = ctypes.c_char.from_buffer(mapped)
+        status = libc.mincore(ctypes.addressof(view), size, vec)
+        del view  # the map cannot close while a pointer into it exists
+    assert status == 0, os.strerror(ctypes.get_errno())
+    return sum(v & 1 for v in vec)
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="os.posix_fadvise is Linux's")
+def test_drop_from_page_cache_empties_the_cache_and_the_widget_hook_uses_it(tmp_path):
+    path = shard_reading.random_file(tmp_path / "probe.bin", 4 * 2**20)
+    path.read_bytes()  # now cached
+    assert page_cached(path) > 0
+    lesson.drop_from_page_cache([str(path)])
+    assert page_cached(path) == 0
+    assert lesson.cold_read_mb_per_s(str(path)) > 0
+    assert (
+        shard_reading.random_file(path, 4 * 2**20).stat().st_mtime_ns == path.stat().st_mtime_ns
+    )  # kept
+    assert shard_reading.drop_before_each("1 shard, batched parse", 8, tmp_path, "warm") is None
+    hook = shard_reading.drop_before_each("1 shard, batched parse", 8, tmp_path, "cold")
+    one = tmp_path / "readers-8" / "one"
+    shard = next(one.glob("*.tfrecord"))
+    shard.read_bytes()
+    assert page_cached(shard) > 0
+    hook("1 shard, batched parse")
+    assert page_cached(shard) == 0
+    hook("in memory, cached")  # reads no file: nothing to drop
+
+
+def test_disk_and_cold_summaries_read_the_numbers():
+    import pandas as pd
+
+    assert "in the range of a SATA SSD" in shard_reading.disk_summary([520.0, 540.0, 530.0], 2**28)
+    assert "slower than a hard disk typically reads" in shard_reading.disk_summary([40.0], 2**28)
+    assert (
+        "between a SATA SSD and an NVMe SSD by their typical figures"
+        in shard_reading.disk_summary([1_200.0], 2**28)
+    )
+    assert "faster than an NVMe SSD typically reads" in shard_reading.disk_summary([9_000.0], 2**28)
+
+    def table(files, png_shard, raw_shard):
+        from helpers import timing
+
+        runs = {
+            "PNG files": files,
+            "1 shard, PNG records": png_shard,
+            "1 shard, batched parse": raw_shard,
+        }
+        return timing.comparison_table(
+            {k: timing.Timing(k, (v * 0.95, v, v * 1.05)) for k, v in runs.items()}, "PNG files"
+        )
+
+    warm, cold = table(0.9, 0.75, 0.19), table(1.4, 0.8, 0.19)
+    sizes = {
+        "PNG files": 25_000_000,
+        "1 shard, PNG records": 26_000_000,
+        "1 shard, batched parse": 31_000_000,
+    }
+    text = shard_reading.cold_summary(warm, cold, sizes, [150.0])
+    assert (
+        "The file count's gap grew when the files came from the disk "
+        "(quartile ratios 1.66-1.84x cold, 1.14-1.26x warm)." in text
+    )
+    assert (
+        "1 shard, batched parse: 163.2 MB/s cold, 109% of the disk's 150 MB/s" in text
+        and "likely I/O-bound" in text
+    )
+    assert (
+        "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; far below"
+        in text
+    )
+    same = shard_reading.cold_summary(warm, warm, sizes, [1_000.0])
+    assert (
+        "shows no clear change between cold and warm reads (quartile ratios 1.14-1.26x cold" in same
+    )
+    assert "the ranges overlap, so rerun with more repeats before drawing a conclusion" in same
+    assert "shrank when" in shard_reading.cold_summary(cold, warm, sizes, [150.0])
+    assert isinstance(warm, pd.DataFrame)
+
+
+def test_make_example_refuses_an_unknown_encoding(data):
+    with pytest.raises(ValueError, match="encoding must be"):
+        lesson.make_example(data[0][0], data[1][0], "jpeg2000")
+
+
+# --- The exercise: two GZIP shards written in this run ------------------------------------------
+
+
+def solve(out, images, labels, gzip=True, parts=2, encoding="raw"):
+    for index, part in enumerate(np.array_split(np.arange(len(images)), parts)):
+        lesson.write_shard(
+            out / f"v-{index}-of-{parts}.tfrecord.gz", images[part], labels[part], encoding, gzip
+        )
+
+
+def test_the_stub_fails_even_when_an_earlier_run_left_correct_shards(tmp_path, data):
+    images, labels = data
+    out = tfrecords.fresh_dir(tmp_path / "exercise")
+    solve(out, images, labels)
+    assert tfrecords.check_two_gzip_shards(out, images, labels)  # an earlier, solved run
+    out = tfrecords.fresh_dir(tmp_path / "exercise")  # the stub cell runs again, writes nothing
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert not feedback and repr(feedback).startswith("Not yet: 0 TFRecord files")
+
+
+def test_png_records_are_another_correct_answer(tmp_path, data):
+    images, labels = data
+    out = tfrecords.fresh_dir(tmp_path / "png")
+    solve(out, images, labels, encoding="png")  # valid GZIP shards; PNG is lossless
+    assert tfrecords.check_two_gzip_shards(out, images, labels)
+
+
+@pytest.mark.parametrize("n", [7, 120, 250])  # odd, the unit-test size, the validation split's size
+def test_the_solution_passes_at_every_size(tmp_path, n):
+    images, labels = cifar.synthetic_images(n, seed=5)
+    out = tfrecords.fresh_dir(tmp_path / "exercise")
+    solve(out, images, labels)
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert (
+        feedback and repr(feedback) == f"Correct: {n} records in 2 GZIP shards, read back in order."
+    )
+
+
+def test_wrong_answers_are_named(tmp_path, data):
+    images, labels = data
+    cases = {
+        "not GZIP": (dict(gzip=False), "is not GZIP-compressed: pass gzip=True"),
+        "three shards": (dict(parts=3), "3 TFRecord files"),
+        "JPEG records": (dict(encoding="jpeg"), "JPEG bytes, which are lossy: write raw or PNG"),
+    }
+    for name, (kwargs, message) in cases.items():
+        out = tfrecords.fresh_dir(tmp_path / name)
+        solve(out, images, labels, **kwargs)
+        feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+        assert not feedback and message in repr(feedback), (name, feedback)
+    out = tfrecords.fresh_dir(tmp_path / "swapped")
+    lesson.write_shard(out / "a.tfrecord.gz", images[60:], labels[60:], gzip=True)
+    lesson.write_shard(out / "b.tfrecord.gz", images[:60], labels[:60], gzip=True)
+    assert "record 0 is not image 0" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
+    out = tfrecords.fresh_dir(tmp_path / "short")
+    solve(out, images[:100], labels[:100])
+    assert "hold 100 records; the split has 120" in repr(
+        tfrecords.check_two_gzip_shards(out, images, labels)
+    )
+    out = tfrecords.fresh_dir(
+        tmp_path / "lopsided"
+    )  # every record, in order, but not split in halves
+    lesson.write_shard(out / "a.tfrecord.gz", images[:1], labels[:1], gzip=True)
+    lesson.write_shard(out / "b.tfrecord.gz", images[1:], labels[1:], gzip=True)
+    assert "hold 1 and 119 records" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
+
+
+def test_fresh_dir_removes_only_tfrecord_files(tmp_path):
+    (tmp_path / "keep.txt").write_text("notes")
+    (tmp_path / "old.tfrecord.gz").write_bytes(b"x")
+    assert tfrecords.fresh_dir(tmp_path) == tmp_path
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    with pytest.raises(ValueError, match="is a file"):
+        tfrecords.fresh_dir(tmp_path / "keep.txt")
+
+
+def test_shard_size_variants_read_every_record_of_each_layout(tmp_path):
+    images, labels = cifar.synthetic_images(200, seed=12)
+    layouts = {}
+    for target in (2**20, 2**14):
+        tfrecords.convert(
+            images, labels, tmp_path / str(target), "all", target_bytes=target, progress=False
+        )
+        layouts[f"{target}"] = tfrecords.shard_paths(tmp_path / str(target), "all")
+    assert len(layouts["1048576"]) == 1 and len(layouts["16384"]) > 10
+    built = lesson.shard_size_variants(layouts)
+    assert len(built) == 4 and {read() for read in built.values()} == {200}
+    with pytest.raises(TypeError, match="for one shard write \\[path\\]"):
+        lesson.read_records(layouts["1048576"][0])
+
+
+def test_sizes_and_shares_summaries():
+    import pandas as pd
+
+    sizes = pd.DataFrame(
+        {"MB_per_s": [600.0, 300.0]}, index=["big, one file at a time", "small, one file at a time"]
+    )
+    text = shard_reading.sizes_summary(sizes, [1000.0, 1200.0, 1100.0])
+    assert "the fastest, big, one file at a time, reached 55% of the disk's 1,100 MB/s" in text
+    assert shard_reading.sizes_summary(sizes, None).startswith("Read warm")
+    shares = pd.DataFrame(
+        [
+            {"layout": "4 big", "workers": 8, "files each (fewest-most)": "0-1", "idle workers": 4},
+            {
+                "layout": "400 small",
+                "workers": 8,
+                "files each (fewest-most)": "50-50",
+                "idle workers": 0,
+            },
+            {
+                "layout": "390 small",
+                "workers": 8,
+                "files each (fewest-most)": "48-49",
+                "idle workers": 0,
+            },
+        ]
+    )
+    text = shard_reading.shares_summary(shares)
+    assert "4 big among 8 workers: 4 of them get no file and sit idle" in text
+    assert "400 small among 8 workers: every worker gets 50 files" in text
+    assert "every worker gets 48 to 49 files" in text

@@ -1,0 +1,94 @@
+"""Unit tests for helpers.topics.start_here.start (the environment check of notebook 00)."""
+
+from __future__ import annotations
+
+from helpers.topics.start_here import start
+
+GOOD = {
+    "tensorflow": "2.21.0",
+    "keras": "3.15.1",
+    "ipywidgets": "8.1.9",
+    "matplotlib": "3.11.2",
+    "pandas": "3.1.1",
+    "tf-performance-workbook": "0.1.0",
+}
+
+
+def test_all_pass_with_good_versions(monkeypatch):
+    monkeypatch.delenv("WORKBOOK_SCALE", raising=False)
+    rows = start.checks(version_of=GOOD.get, available_gib=8.0)
+    assert {r.status for r in rows} == {"pass"}
+    assert start.summary(rows) == f"All {len(rows)} requirements met: the workbook is ready to run."
+
+
+def test_wrong_or_missing_packages_fail_with_a_fix():
+    versions = {**GOOD, "tensorflow": "2.15.1"}
+    del versions["ipywidgets"]
+    rows = {r.requirement: r for r in start.checks(version_of=versions.get, available_gib=8.0)}
+    assert (
+        rows["tensorflow 2.21.x"].status == "FAIL" and "make lab" in rows["tensorflow 2.21.x"].fix
+    )
+    assert rows["ipywidgets 8.x"].found == "not installed"
+    summary = start.summary(list(rows.values()))
+    assert summary.startswith("2 of ") and "tensorflow 2.21.x, ipywidgets 8.x" in summary
+
+
+def test_low_memory_and_bad_scale(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_SCALE", "tiny")
+    rows = {r.requirement: r for r in start.checks(version_of=GOOD.get, available_gib=1.0)}
+    assert rows["free memory >= 3 GiB"].status == "FAIL"
+    assert "WORKBOOK_SCALE" in rows["free memory >= 3 GiB"].fix
+    assert rows["WORKBOOK_SCALE is small or full"].status == "FAIL"
+
+
+def test_version_prefix_matching():
+    assert start.check_package("x", (2, 21), "", {"x": "2.21.0rc1"}.get).status == "pass"
+    assert start.check_package("x", (2, 2), "", {"x": "2.21.0"}.get).status == "FAIL"
+
+
+def test_gpu_row_is_information_only():
+    row = start.gpu_check()
+    assert row.status == "info"
+    table = start.report([row])
+    assert list(table.columns) == ["found", "status", "fix"]
+
+
+def test_check_warmup():
+    from helpers import timing
+
+    steady = timing.Timing("f", (0.001,) * 10)
+    assert not start.check_warmup(None, steady)
+    assert not start.check_warmup(0.5, timing.Timing("f", (0.001,) * 5))
+    result = start.check_warmup(0.0005, steady)
+    assert not result and "already traced" in repr(result)
+    result = start.check_warmup(0.05, steady)
+    assert result and "50x as long" in repr(result)
+
+
+def test_forcing_summary_reads_each_mode():
+    text = start.forcing_summary(
+        {
+            "synchronous, not forced": 0.18,
+            "synchronous, forced": 0.22,
+            "asynchronous, not forced": 0.0002,
+            "asynchronous, forced": 0.14,
+        }
+    )
+    sync, asynchronous = text.splitlines()
+    assert sync.startswith(
+        "Synchronous: not forced 180.00 ms, forced 220.00 ms "
+        "(the early clock read 81.8% of the forced one): "
+        "the call returned when its work"
+    )
+    assert (
+        "(the early clock read 0.1% of the forced one): "
+        "the early clock measured little more than handing" in asynchronous
+    )
+    assert "missed part of the work" in start.forcing_summary(
+        {
+            "synchronous, not forced": 0.03,
+            "synchronous, forced": 0.1,
+            "asynchronous, not forced": 0.0,
+            "asynchronous, forced": 0.0,
+        }
+    )

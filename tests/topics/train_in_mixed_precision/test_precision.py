@@ -1,0 +1,218 @@
+"""Unit tests for helpers.topics.train_in_mixed_precision.precision: data, CPU flags, the oneDNN
+log reader, the variants,
+the fresh-process child, the sweep and the exercise checks (stubs fail, solutions pass)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import env, onednn
+from helpers.topics.train_in_mixed_precision import precision
+
+CPUINFO_BF16 = (
+    "processor\t: 0\nmodel name\t: Test CPU\n"
+    "flags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
+)
+CPUINFO_AVX2 = "processor\t: 0\nflags\t\t: fpu sse avx2 fma\n"
+
+VERBOSE = (
+    "onednn_verbose,v1,primitive,info,template:operation,engine,primitive,implementation,"
+    "prop_kind,memory_descriptors,attributes,auxiliary,problem_desc,exec_time\n"
+    "onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx10_1_512_amx,"
+    "forward_training,src:bf16::blocked:acdb::f0 wei:bf16:a:blocked:Acdb16a::f0,"
+    "attr-scratchpad:user,alg:convolution_direct,mb8_ic3oc16,0.5\n"
+    "onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx10_1_512_amx,"
+    "forward_training,src:bf16::blocked:acdb::f0 wei:bf16:a:blocked:Acdb16a::f0,"
+    "attr-scratchpad:user,alg:convolution_direct,mb8_ic3oc16,1.5\n"
+    "onednn_verbose,v1,primitive,exec,cpu,convolution,ref:any,backward_weights,"
+    "src:f16::blocked:acdb::f0 wei:f16:a:blocked:abcd::f0,,alg:convolution_direct,mb8,2620.25\n"
+    "onednn_verbose,v1,primitive,exec,cpu,gemm_api,,undef,"
+    "src_f32::blocked:ba:f0 wei_f32::blocked:ab:f0 dst_f32::blocked:ab:f0,,,16x8:8x10,0.25\n"
+    '{"some": "other stdout line"}\n'
+)
+
+
+def test_make_images_is_deterministic_and_learnable_shaped():
+    import numpy as np
+
+    images, labels = precision.make_images(20, size=8, classes=4, seed=1)
+    assert images.shape == (20, 8, 8, 3) and images.dtype == np.float32 and labels.dtype == np.int32
+    assert set(labels.tolist()) <= {0, 1, 2, 3}
+    again, _ = precision.make_images(20, size=8, classes=4, seed=1)
+    assert np.array_equal(images, again)
+    with pytest.raises(ValueError, match="n must be a whole number"):
+        precision.make_images(0)
+    with pytest.raises(ValueError, match="GiB"):
+        precision.make_images(10**6, size=224)
+
+
+def test_bf16_support_reads_the_flags(monkeypatch):
+    monkeypatch.delenv(
+        "ONEDNN_MAX_CPU_ISA", raising=False
+    )  # a cap in the caller's shell would change the verdict
+    assert precision.bf16_support(CPUINFO_BF16) == {
+        "avx512_bf16": True,
+        "amx_bf16": True,
+        "native": True,
+    }
+    assert precision.bf16_support(CPUINFO_AVX2)["native"] is False
+    assert "in hardware (AVX512_BF16, AMX_BF16)" in precision.bf16_note(CPUINFO_BF16, onednn=True)
+    assert "slower than float32" in precision.bf16_note(CPUINFO_AVX2, onednn=True)
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "onednn", "isa", "fast", "words"),
+    [
+        (CPUINFO_BF16, True, "", True, "in hardware"),
+        (CPUINFO_BF16, True, "AVX512_CORE_AMX", True, "in hardware"),
+        (CPUINFO_BF16, False, "", False, "oneDNN is off"),
+        (CPUINFO_BF16, True, "AVX512_CORE", False, "ONEDNN_MAX_CPU_ISA=AVX512_CORE forbids"),
+        (CPUINFO_AVX2, True, "", False, "no bfloat16 instructions"),
+        (CPUINFO_AVX2, False, "", False, "no bfloat16 instructions"),
+    ],
+)
+def test_bf16_kernels_takes_the_instructions_and_onednn(
+    monkeypatch, cpuinfo, onednn, isa, fast, words
+):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    got, why = env.bf16_kernels(cpuinfo, onednn)
+    assert got is fast and words in why
+    assert ("slower than float32" in why) is not fast
+
+
+def test_onednn_kernels_sums_calls_per_implementation():
+    table = onednn.kernels(VERBOSE)
+    assert list(table.columns) == [
+        "primitive",
+        "pass",
+        "implementation",
+        "dtype",
+        "calls",
+        "total ms",
+    ]
+    first = table.iloc[0]  # sorted by time: the reference kernel first
+    assert (first["implementation"], first["dtype"], first["calls"]) == ("ref:any", "f16", 1)
+    amx = table[table["implementation"] == "brg_conv_fwd:avx10_1_512_amx"].iloc[0]
+    assert amx["calls"] == 2 and amx["total ms"] == 2.0 and amx["dtype"] == "bf16"
+    assert table[table["primitive"] == "gemm_api"].iloc[0]["dtype"] == "f32"
+    assert onednn.kernels("no oneDNN here").empty
+
+
+def test_kernel_summary_names_the_slowest_pass_and_a_reference_fallback():
+    table = onednn.kernels(VERBOSE)
+    conv = table[table["primitive"] == "convolution"].set_index(
+        ["pass", "implementation", "dtype"]
+    )["total ms"]
+    amx = conv[conv.index.get_level_values("implementation") != "ref:any"]
+    lines = onednn.kernel_summary(
+        {"mixed_float16": conv, "mixed_bfloat16": amx, "float32": conv.iloc[:0]}
+    ).splitlines()
+    assert lines[0] == (
+        "mixed_float16: slowest pass backward_weights in f16 on ref:any, oneDNN's reference "
+        "implementation (the slow fallback): 2,620.2 ms"
+    )
+    assert lines[1] == (
+        "mixed_bfloat16: slowest pass forward_training in bf16 "
+        "on brg_conv_fwd:avx10_1_512_amx: 2.0 ms"
+    )
+    assert lines[2].startswith("float32: oneDNN ran no convolution")
+
+
+def test_isa_summary_reads_each_limit_against_its_expectation(monkeypatch):
+    from types import SimpleNamespace
+
+    from helpers import timing
+
+    monkeypatch.setattr(env, "cpu_flags", lambda cpuinfo=None: {"avx512_bf16", "amx_bf16"})
+    monkeypatch.setattr(env, "onednn_enabled", lambda: True)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    seconds = {
+        ("", "float32"): 3.0,
+        ("", "mixed_bfloat16"): 1.0,
+        ("AVX512_CORE", "float32"): 3.0,
+        ("AVX512_CORE", "mixed_bfloat16"): 9.0,
+    }
+    timings = {pair: timing.Timing(" ".join(pair), (t, t, t)) for pair, t in seconds.items()}
+    lines = precision.isa_summary(SimpleNamespace(attrs={"timings": timings})).splitlines()
+    assert lines[0].startswith(
+        "ONEDNN_MAX_CPU_ISA=(all the CPU has): mixed_bfloat16 is 3.00x faster than float32"
+    )
+    assert lines[0].endswith("; as expected.")
+    assert lines[1].startswith(
+        "ONEDNN_MAX_CPU_ISA=AVX512_CORE: mixed_bfloat16 is 3.00x slower than float32"
+    )
+    assert "forbids oneDNN" in lines[1] and lines[1].endswith("; as expected.")
+
+
+def test_bf16_kernels_reads_a_childs_cap_and_refuses_a_non_string(monkeypatch):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    assert env.bf16_kernels(CPUINFO_BF16, True, isa="AVX512_CORE")[0] is False
+    assert env.bf16_kernels(CPUINFO_BF16, True, isa="")[0] is True
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert (
+        env.bf16_kernels(CPUINFO_BF16, True, isa="")[0] is False
+    )  # the child inherits this process's cap
+    with pytest.raises(TypeError, match="isa must be"):
+        env.bf16_kernels(CPUINFO_BF16, True, isa=3)
+
+
+# The exercise checks (check_float32_output, check_scaled_step) are tried in tests/test_graders.py.
+
+
+def test_fit_variants_train_each_policy_and_setting():
+    variants = precision.fit_variants(
+        ("float32", "mixed_bfloat16"), (False, True), batch=4, steps=2, size=8
+    )
+    assert list(variants) == ["float32", "float32 + XLA", "mixed_bfloat16", "mixed_bfloat16 + XLA"]
+    for fit in variants.values():
+        history = fit()
+        assert len(history.history["loss"]) == 1
+    assert precision.fit_items(batch=4, steps=2) == 8
+    with pytest.raises(ValueError, match="policies must be among"):
+        precision.fit_variants(("float64",))
+    with pytest.raises(ValueError, match="jit_compile must be"):
+        precision.fit_variants(jit_compile=("auto",))
+
+
+def test_spe_variants_and_registered_benchmarks():
+    variants = precision.spe_variants((1, 4), steps=8)
+    assert list(variants) == ["steps_per_execution=1", "steps_per_execution=4"]
+    assert all(len(fit().history["loss"]) == 1 for fit in variants.values())
+    ids = {c.id: c for c in precision.BENCHMARKS}
+    assert set(ids) == {
+        "train_in_mixed_precision.float32_vs_bfloat16",
+        "train_in_mixed_precision.steps_per_execution",
+    }
+    table = precision.bench_precision(batch=4, steps=1, size=8, repeats=1)
+    assert set(table.index) == {"float32", "mixed_bfloat16"} and table.attrs["note"].startswith(
+        "this CPU"
+    )
+
+
+def test_batch_sweep_table_figure_and_summary():
+    table = precision.batch_sweep((2, 4), "float32", images=8, size=8, repeats=1)
+    assert (
+        list(table.index) == [2, 4]
+        and (table["images/s"] > 0).all()
+        and (table["ms per batch"] > 0).all()
+    )
+    assert precision.sweep_summary(table).startswith("most images/s at batch")
+    assert len(precision.sweep_figure(table, "t").axes) == 2
+    with pytest.raises(ValueError, match="at most images"):
+        precision.batch_sweep((16,), images=8)
+
+
+def test_child_runs_in_a_fresh_process_and_reports_kernels():
+    row, stdout = precision.run_child("float32", verbose=True, batch=2, size=8, steps=1, repeats=1)
+    assert row["policy"] == "float32" and row["images"] == 2 and len(row["seconds"]) == 1
+    primitives = set(onednn.kernels(stdout)["primitive"])
+    # The child inherits this environment, so oneDNN is on or off there as here. Where it is on it
+    # runs the convolutions and says so; where it is off (AVX2-only CPUs, TF_ENABLE_ONEDNN_OPTS=0)
+    # TensorFlow's own Conv2D kernel runs and oneDNN's log holds at most its matmuls (gemm_api).
+    assert ("convolution" in primitives) == env.onednn_enabled(), (env.onednn_status(), primitives)
+    table = precision.isa_table(("float32",), ("",), rounds=1, batch=2, size=8, steps=1, repeats=1)
+    assert table.loc[("(all the CPU has)", "float32"), "vs float32"] == "1.00x"
+    with pytest.raises(ValueError, match="isa must be one of"):
+        precision.run_child("float32", isa="SSE9")
+    with pytest.raises(ValueError, match="policy must be one of"):
+        precision.run_child("float64")
