@@ -118,8 +118,8 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
     ax.minorticks_off()
     ax.set_yticks(np.arange(len(ids)) + 0.4 - height / 2, ids, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel(
-        "speed-up of the variant over the baseline (log scale; whiskers: spread of the runs)"
+    ax.set_xlabel(  # two lines: the ids (<notebook>.<name>) take much of the width
+        "speed-up of the variant over the baseline\n(log scale; whiskers: spread of the runs)"
     )
     others = sum(len(table(results, k)) for k in KINDS if k != "speed-up")
     ax.set_title(

@@ -243,10 +243,10 @@ def features_table(cpu_flags: Mapping[str, bool], missing: Sequence[str]) -> Any
     return pd.DataFrame(rows).set_index("instruction set")
 
 
-def fpmath_summary(default: Any, bf16: Any) -> str:
+def fpmath_summary(default: Any, bf16: Any, why: str = "") -> str:
     """Read notebook 10's two saved outputs (float32 math, ``ONEDNN_DEFAULT_FPMATH_MODE=BF16``):
     how far each op's results moved, relative to their largest value; 0 means that kernel did not
-    use bfloat16."""
+    use bfloat16. ``why``: what this machine leads one to expect (``onednn.fpmath_bf16``)."""
     import numpy as np
 
     parts, moved_any = [], False
@@ -263,9 +263,8 @@ def fpmath_summary(default: Any, bf16: Any) -> str:
         )
     said = "Under ONEDNN_DEFAULT_FPMATH_MODE=BF16, " + "; ".join(parts) + "."
     if not moved_any:
-        return said + (
-            " Nothing moved: no kernel used bfloat16 here"
-            " (no bfloat16 instructions, or oneDNN capped below them)."
+        return (
+            said + " Nothing moved: no kernel used bfloat16 here" + (f" ({why})." if why else ".")
         )
     return said + (
         " With 8 significant bits, bfloat16 arithmetic is expected to move results"

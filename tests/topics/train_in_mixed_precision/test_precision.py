@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import env, onednn
+from helpers import checks, env, onednn
 from helpers.topics.train_in_mixed_precision import precision
 
 CPUINFO_BF16 = (
@@ -116,6 +116,61 @@ def test_kernel_summary_names_the_slowest_pass_and_a_reference_fallback():
         "on brg_conv_fwd:avx10_1_512_amx: 2.0 ms"
     )
     assert lines[2].startswith("float32: oneDNN ran no convolution")
+
+
+ZEN5 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw avx512_bf16 avx_vnni\n"
+SAPPHIRE = (
+    "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw avx512_bf16 avx512_fp16 amx_tile "
+    "amx_bf16\n"
+)
+ARROW_LAKE = "processor\t: 0\nflags\t\t: fpu avx2 avx_vnni avx_ne_convert\n"
+
+
+@pytest.mark.parametrize(
+    "cpuinfo, on, want, words",
+    [
+        (ZEN5, True, False, "AVX512_FP16, AMX_FP16 or AVX_NE_CONVERT, and this one has none"),
+        (SAPPHIRE, True, True, "this CPU has AVX512_FP16"),
+        (ARROW_LAKE, True, True, "this CPU has AVX_NE_CONVERT"),
+        (SAPPHIRE, False, False, "oneDNN is off"),
+        (CPUINFO_AVX2, True, False, "this one has none"),
+        # AVX512_FP16 counts only with AVX512BW, as in TensorFlow's check
+        ("processor\t: 0\nflags\t\t: avx512f avx512_fp16\n", True, False, "this one has none"),
+    ],
+)
+def test_float16_kernels_follows_tensorflows_check(cpuinfo, on, want, words):
+    got, why = onednn.float16_kernels(cpuinfo, on)
+    assert got is want and words in why
+
+
+@pytest.mark.parametrize(
+    "cpuinfo, on, isa, want, words",
+    [
+        (ZEN5, True, "", False, "AVX512_BF16 but no AMX"),
+        (CPUINFO_AVX2, True, "", False, "this CPU has no AMX"),
+        (SAPPHIRE, True, "", True, "its AMX kernels can compute float32 in bfloat16"),
+        (SAPPHIRE, True, "AVX512_CORE_BF16", False, "forbids oneDNN this CPU's AMX"),
+        (SAPPHIRE, True, "AVX512_CORE_AMX", True, "AMX"),
+        (SAPPHIRE, False, "", False, "oneDNN is off"),
+    ],
+)
+def test_fpmath_bf16_needs_amx_onednn_and_no_cap(cpuinfo, on, isa, want, words):
+    got, why = onednn.fpmath_bf16(cpuinfo, on, isa=isa)
+    assert got is want and words in why
+
+
+def test_kernel_summary_says_why_float16_ran_on_tensorflows_kernels():
+    empty = onednn.kernels(VERBOSE).iloc[:0].set_index(["pass", "implementation", "dtype"])
+    line = onednn.kernel_summary({"mixed_float16": empty["total ms"]}, cpuinfo=ZEN5)
+    assert line == (
+        "mixed_float16: oneDNN ran no convolution (TensorFlow's own kernels did: TensorFlow hands "
+        "float16 to oneDNN only on CPUs with AVX512_FP16, AMX_FP16 or AVX_NE_CONVERT, and this "
+        "one has none)"
+    )
+    bf16 = onednn.kernel_summary({"mixed_bfloat16": empty["total ms"]}, cpuinfo=ZEN5)
+    assert bf16.endswith("(TensorFlow's own kernels did: oneDNN is off or capped)")
+    with pytest.raises(checks.BadType):
+        onednn.fpmath_bf16(ZEN5, True, isa=3)
 
 
 def test_isa_summary_reads_each_limit_against_its_expectation(monkeypatch):

@@ -327,7 +327,13 @@ def test_fpmath_summary_says_how_far_each_result_moved():
     text = cpu_report.fpmath_summary(default, bf16)
     assert "the conv's outputs moved by up to 2.5e-03 of their largest value;" in text
     assert "the matmul's outputs moved by up to 0.0e+00 of their largest value (unchanged" in text
-    assert "Nothing moved" in cpu_report.fpmath_summary(default, default)
+    assert cpu_report.fpmath_summary(default, default).endswith(
+        "Nothing moved: no kernel used bfloat16 here."
+    )
+    why = "this CPU has AVX512_BF16 but no AMX, and oneDNN computes ... only on its AMX kernels"
+    assert cpu_report.fpmath_summary(default, default, why).endswith(
+        f"Nothing moved: no kernel used bfloat16 here ({why})."
+    )
 
 
 def test_numa_summary_counts_the_nodes(tmp_path):
