@@ -53,7 +53,8 @@ def kernel_summary(per_policy: dict[str, Any], cpuinfo: str | None = None) -> st
         if len(times) == 0:
             why = "oneDNN is off or capped"
             if "float16" in policy and "bfloat16" not in policy:
-                why = float16_kernels(cpuinfo, onednn=True)[1]
+                taken, reason = float16_kernels(cpuinfo, onednn=True)
+                why = why if taken else reason
             lines.append(
                 f"{policy}: oneDNN ran no convolution (TensorFlow's own kernels did: {why})"
             )

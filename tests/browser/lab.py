@@ -22,7 +22,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helpers import deadline
+from helpers.cluster import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("WORKBOOK_CHROMIUM", "/usr/bin/chromium"))
@@ -68,10 +68,8 @@ def in_ci() -> bool:
 
 
 def free_port() -> int:
-    """A TCP port that is free on the loopback interface right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A TCP port that is free on the loopback interface right now (the clusters' own helper)."""
+    return free_ports(1)[0]
 
 
 @dataclass(frozen=True)

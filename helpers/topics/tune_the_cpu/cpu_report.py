@@ -140,12 +140,12 @@ def sweep_figure(table: Any, title: str = "") -> Any:
     return fig
 
 
-def sweep_summary(table: Any, pairs: Any = ()) -> str:
+def sweep_summary(table: Any, pairs: Any = (), expect: str | None = None, why: str = "") -> str:
     """Per workload, one line per setting against the sweep's first setting (its baseline), read
-    as ``verdicts.verdict`` reads a comparison: the ratio with its quartile ratios (q1/q3 and
-    q3/q1), and no clear difference when the quartiles overlap or the medians lie within a few
-    percent. ``pairs``: more (setting, against) comparisons per workload, such as twice the cores
-    against all cores."""
+    as ``verdicts.verdict`` reads a comparison (with ``expect`` and ``why``, whether each held):
+    the ratio with its quartile ratios, and no clear difference when the quartiles overlap or the
+    medians lie within a few percent. ``pairs``: more (setting, against) comparisons per workload,
+    such as twice the cores against all cores."""
     import pandas as pd
 
     from helpers import verdicts
@@ -170,7 +170,10 @@ def sweep_summary(table: Any, pairs: Any = ()) -> str:
             }
         )
         rows.attrs["baseline"] = ok.index[0]
-        lines += [f"{workload}: " + verdicts.verdict(rows, name) for name in rows.index[1:]]
+        lines += [
+            f"{workload}: " + verdicts.verdict(rows, name, expect=expect, why=why)
+            for name in rows.index[1:]
+        ]
         lines += [
             f"{workload}: " + verdicts.verdict(rows, name, baseline=against)
             for name, against in pairs

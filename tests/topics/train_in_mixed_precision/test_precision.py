@@ -154,7 +154,8 @@ def test_float16_kernels_follows_tensorflows_check(cpuinfo, on, want, words):
         (SAPPHIRE, False, "", False, "oneDNN is off"),
     ],
 )
-def test_fpmath_bf16_needs_amx_onednn_and_no_cap(cpuinfo, on, isa, want, words):
+def test_fpmath_bf16_needs_amx_onednn_and_no_cap(cpuinfo, on, isa, want, words, monkeypatch):
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)  # "" reads this process's own cap
     got, why = onednn.fpmath_bf16(cpuinfo, on, isa=isa)
     assert got is want and words in why
 
@@ -167,6 +168,8 @@ def test_kernel_summary_says_why_float16_ran_on_tensorflows_kernels():
         "float16 to oneDNN only on CPUs with AVX512_FP16, AMX_FP16 or AVX_NE_CONVERT, and this "
         "one has none)"
     )
+    fp16_cpu = onednn.kernel_summary({"mixed_float16": empty["total ms"]}, cpuinfo=SAPPHIRE)
+    assert fp16_cpu.endswith("(TensorFlow's own kernels did: oneDNN is off or capped)")
     bf16 = onednn.kernel_summary({"mixed_bfloat16": empty["total ms"]}, cpuinfo=ZEN5)
     assert bf16.endswith("(TensorFlow's own kernels did: oneDNN is off or capped)")
     with pytest.raises(checks.BadType):

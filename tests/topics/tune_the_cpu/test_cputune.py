@@ -176,6 +176,13 @@ def test_summary_and_figure():
     assert cpu_report.sweep_summary(table, pairs=[("c", "b"), ("c", "zz")]).splitlines()[2] == (
         "w: c is 1.98x slower than b (quartile ratios 1.50-2.62x, 6 runs each)."
     )
+    # With an expectation, each line says whether it held (the OpenMP sweep expects no change).
+    held = cpu_report.sweep_summary(table, expect="no clear difference", why="nothing reads them")
+    assert (
+        "Expected here: no clear difference (nothing reads them); not what this machine"
+        in (held.splitlines()[0])
+    )
+    assert held.splitlines()[1].endswith("(nothing reads them); as expected.")
     fig = cpu_report.sweep_figure(table, "title")
     assert [ax.get_title() for ax in fig.axes] == ["w", "v"]
 
