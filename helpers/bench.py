@@ -3,9 +3,9 @@
 Each notebook's package (``helpers/topics/<slug>/``) lists its comparisons in module-level
 ``BENCHMARKS`` lists of ``helpers.comparison.Comparison`` objects, with ids that start with
 ``<slug>.``; ``TOPIC_MODULES`` is every such module, found by that rule. They import
-``helpers.comparison``, never this runner, so nothing
-imports in a circle. A comparison of lesson code names it as ``"helpers.lessons.<notebook>:fn"``:
-the code the notebook shows, exported by ``make export``.
+``helpers.comparison``, never this runner, so nothing imports in a circle. A comparison of lesson
+code names it as ``"helpers.lessons.<notebook>:fn"``: the code the notebook shows, exported by
+``make export``.
 
     python -m helpers.bench --list            # the ids
     python -m helpers.bench --gather FOLDER   # a room's bench.json files: one table, one figure

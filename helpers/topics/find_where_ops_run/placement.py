@@ -1,9 +1,8 @@
 """Device names and notebook 02's exercise checks; notebooks 03 and 04 reuse the names.
 
-The techniques (``tf.debugging.set_log_device_placement``, ``tf.device``,
-``tf.config.set_soft_device_placement``, towers with ``tf.add_n``) are written in the notebooks'
-cells; the placement log's capture is plumbing, in ``helpers.fdlog``.
-"""
+The techniques (``tf.debugging.set_log_device_placement``, ``tf.device``) are written in the
+notebook's cells; the placement log's capture is plumbing, in ``helpers.fdlog``. Notebooks 03 and
+04 have their exercise checks in their own packages."""
 
 from __future__ import annotations
 
