@@ -323,6 +323,9 @@ def pytest_terminal_summary(terminalreporter) -> None:
                     phases[name] = value
             rerun[name] += again
             cells[name] += 1
+    from helpers.timing_stats import run_setting
+
+    terminalreporter.write_line(run_setting())
     if PROBES:
         ms = sorted(p * 1e3 for p in PROBES)
         terminalreporter.write_line(

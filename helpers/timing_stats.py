@@ -4,12 +4,14 @@ built from timings), ``format_seconds`` and ``span`` (a table's ``"low-high"`` c
 
 It serves every notebook that times something: ``timing`` takes the measurements and
 re-exports these names, so notebooks and topics reach them as ``timing.Timing``,
-``timing.format_seconds`` and so on.
+``timing.format_seconds`` and so on. ``speed_probe`` and ``run_setting`` are what ``make test``
+prints about the machine a run had (the repository's conftest.py).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -147,3 +149,23 @@ def speed_probe(loops: int = 5_000_000, tries: int = 3) -> float:
             total += i
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def run_setting(cpuinfo: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """One line: the CPU a run had and its oneDNN variables. ``make test`` prints it next to the
+    speed probe, so that a run's log says whether it ran on the CPU as it is, played an AVX2-only
+    CPU or capped the instruction set (docs/test-times.md). ``cpuinfo`` and ``environ`` are for
+    tests."""
+    from helpers import env
+
+    environ = os.environ if environ is None else environ
+    cpu = env.cpu_info(cpuinfo)
+    have = [name for name, present in cpu["features"].items() if present]
+    variables = ", ".join(
+        f"{name}={environ[name]}" if name in environ else f"{name} unset"
+        for name in ("TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA")
+    )
+    return (
+        f"this run: {cpu['model']}, {cpu['logical_cores']} logical CPUs, "
+        f"flags {' '.join(have) or 'none of ' + ' '.join(env.CPU_FEATURES)}; {variables}"
+    )
