@@ -1,5 +1,6 @@
-"""The time table `make test` prints at the end (conftest.py's ``pytest_terminal_summary``): each
-notebook's nbval run, its second run and, for a run in JupyterLab, that run's phases."""
+"""The time table `make test` prints at the end (conftest.py's ``pytest_terminal_summary``): the
+run's CPU and oneDNN variables, then each notebook's nbval run, its second run and, for a run in
+JupyterLab, that run's phases."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def test_summary_splits_the_jupyterlab_run_into_its_phases():
     )
     conftest.pytest_terminal_summary(reporter)
     text = "\n".join(reporter.lines)
-    assert "(second run: open, run all, save, clicks)" in reporter.lines[1]
+    assert reporter.lines[0].startswith("this run: ")  # the CPU and oneDNN variables, first
+    assert "(second run: open, run all, save, clicks)" in reporter.lines[2]
     assert "    4.5    10.5    15.0      2  00_a.ipynb  (4 / 5 / 0 / 1)" in reporter.lines
     assert (
         "    1.0     0.0     1.0      1  01_b.ipynb" in reporter.lines
@@ -71,6 +73,7 @@ def test_summary_without_phases_has_no_split_column():
     conftest.SECOND_RUN["mode"] = "kernel"
     reporter = Reporter([Report("notebooks/00_a.ipynb::Cell 0", 3.0, [(conftest.RERUN_KEY, 1.0)])])
     conftest.pytest_terminal_summary(reporter)
-    assert reporter.lines[0].endswith("(in nbval's kernel)")
-    assert reporter.lines[1].rstrip().endswith("notebook")
+    assert reporter.lines[0].startswith("this run: ")
+    assert reporter.lines[1].endswith("(in nbval's kernel)")
+    assert reporter.lines[2].rstrip().endswith("notebook")
     assert "    2.0     1.0     3.0      1  00_a.ipynb" in reporter.lines
