@@ -246,13 +246,14 @@ def features_table(cpu_flags: Mapping[str, bool], missing: Sequence[str]) -> Any
     return pd.DataFrame(rows).set_index("instruction set")
 
 
-def fpmath_summary(default: Any, bf16: Any, why: str = "") -> str:
+def fpmath_summary(default: Any, bf16: Any, why: str = "", expected: bool | None = None) -> str:
     """Read notebook 10's two saved outputs (float32 math, ``ONEDNN_DEFAULT_FPMATH_MODE=BF16``):
     how far each op's results moved, relative to their largest value; 0 means that kernel did not
-    use bfloat16. ``why``: what this machine leads one to expect (``onednn.fpmath_bf16``)."""
+    use bfloat16. ``expected``, ``why``: whether this machine should use it, and why
+    (``onednn.fpmath_bf16``); a result against the expectation is said so."""
     import numpy as np
 
-    parts, moved_any = [], False
+    expected, parts, moved_any = checks.optional_flag("expected", expected), [], False
     for name in ("conv", "matmul"):
         reference = np.asarray(default[name], dtype=np.float64)
         moved = float(
@@ -265,10 +266,14 @@ def fpmath_summary(default: Any, bf16: Any, why: str = "") -> str:
             + (" (unchanged: its kernel kept float32 math)" if moved == 0 else "")
         )
     said = "Under ONEDNN_DEFAULT_FPMATH_MODE=BF16, " + "; ".join(parts) + "."
-    if not moved_any:
-        return (
-            said + " Nothing moved: no kernel used bfloat16 here" + (f" ({why})." if why else ".")
+    reason = f" ({why})." if why else "."
+    if expected is not None and expected != moved_any:
+        turn = (
+            "Nothing moved, though bfloat16 was" if expected else "Results moved; bfloat16 was not"
         )
+        return f"{said} {turn} expected here{reason}"
+    if not moved_any:
+        return said + " Nothing moved: no kernel used bfloat16 here" + reason
     return said + (
         " With 8 significant bits, bfloat16 arithmetic is expected to move results"
         " by about 1e-3 to 1e-2."

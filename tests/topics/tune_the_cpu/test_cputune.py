@@ -341,6 +341,20 @@ def test_fpmath_summary_says_how_far_each_result_moved():
     assert cpu_report.fpmath_summary(default, default, why).endswith(
         f"Nothing moved: no kernel used bfloat16 here ({why})."
     )
+    # Against the expectation (onednn.fpmath_bf16's), the line says so, both ways round.
+    assert cpu_report.fpmath_summary(default, default, why, expected=False).endswith(
+        f"Nothing moved: no kernel used bfloat16 here ({why})."
+    )
+    amx = "this CPU has AMX and oneDNN is on: its AMX kernels can compute float32 in bfloat16"
+    assert cpu_report.fpmath_summary(default, default, amx, expected=True).endswith(
+        f"Nothing moved, though bfloat16 was expected here ({amx})."
+    )
+    assert cpu_report.fpmath_summary(default, bf16, why, expected=False).endswith(
+        f"Results moved; bfloat16 was not expected here ({why})."
+    )
+    assert "bfloat16 arithmetic is expected to move" in cpu_report.fpmath_summary(
+        default, bf16, amx, expected=True
+    )
 
 
 def test_numa_summary_counts_the_nodes(tmp_path):
