@@ -9,6 +9,7 @@ with a host list and ``tf_config`` give each host its own ``TF_CONFIG``.
 from __future__ import annotations
 
 import json
+import random
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,17 +31,56 @@ def max_local_tasks() -> int:
     return max(8, 4 * checks.logical_cpus())
 
 
+#: Where ``free_ports`` looks: below Linux's ephemeral range (32768-60999 by default). The kernel
+#: hands out ports from that range to every outgoing connection and to every ``bind((host, 0))``,
+#: so a port found free there can be taken by someone else's connection between this check and
+#: the moment the task binds it (the task binds after TensorFlow loads, seconds later). A port
+#: outside it is only taken by a program that asks for it by number. portpicker, which
+#: TensorFlow's own multi-process tests use, picks from the same range for the same reason.
+PICK_RANGE = (15000, 25000)
+_HANDED_OUT: set[int] = set()  # the ports this process gave out: not given out twice
+_RANDOM = random.Random()  # seeded from the OS, and not by a notebook's random.seed(0)
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):  # not Linux: macOS and Windows use 49152-65535
+        return 49152, 65535
+    return low, high
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
-    """``n`` distinct TCP ports that are free on ``host`` right now (bound, then released)."""
+    """``n`` distinct TCP ports that are free on ``host`` right now (each bound, then released),
+    outside the ephemeral range (``PICK_RANGE``) and not given out before by this process; when
+    none of those is free, the system's choice (``bind((host, 0))``)."""
     whole_number("n", n, maximum=checks.max_threads())
     checks.text("host", host)
+    low, high = _ephemeral_range()
+    ports: list[int] = []
+    for _ in range(50 * n):
+        if len(ports) == n:
+            break
+        port = _RANDOM.randrange(*PICK_RANGE)
+        if not low <= port <= high and port not in _HANDED_OUT and _bindable(host, port):
+            ports.append(port)
+            _HANDED_OUT.add(port)
     sockets = []
     try:
-        for _ in range(n):
+        while len(ports) + len(sockets) < n:  # the fallback: whatever the system hands out
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
             sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
+            s.bind((host, 0))
+        return ports + [s.getsockname()[1] for s in sockets]
     finally:
         for s in sockets:
             s.close()

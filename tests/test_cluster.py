@@ -87,6 +87,50 @@ def test_free_ports_are_distinct_and_bindable():
             s.bind((cluster_layout.LOOPBACK, port))
 
 
+def test_free_ports_come_from_outside_the_ephemeral_range_and_never_twice():
+    low, high = cluster_layout._ephemeral_range()
+    first, second = cluster.free_ports(5), cluster.free_ports(5)
+    for port in first + second:
+        assert cluster_layout.PICK_RANGE[0] <= port < cluster_layout.PICK_RANGE[1]
+        assert not low <= port <= high
+    assert not set(first) & set(second)  # this process never hands a port out twice
+
+
+class _Picks:
+    """Stands in for free_ports' random source: hands out the given ports in order."""
+
+    def __init__(self, *ports):
+        self.ports = list(ports)
+
+    def randrange(self, start, stop):
+        return self.ports.pop(0)
+
+
+def test_free_ports_skip_a_port_in_use(monkeypatch):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind((cluster_layout.LOOPBACK, 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        monkeypatch.setattr(cluster_layout, "_ephemeral_range", lambda: (1, 2))
+        monkeypatch.setattr(cluster_layout, "_RANDOM", _Picks(taken, *range(20000, 20050)))
+        ports = cluster.free_ports(2)
+    assert taken not in ports and len(set(ports)) == 2
+
+
+def test_free_ports_fall_back_to_the_systems_choice(monkeypatch):
+    import socket
+
+    low, high = cluster_layout._ephemeral_range()
+    monkeypatch.setattr(cluster_layout, "PICK_RANGE", (low, high + 1))  # every pick refused
+    ports = cluster.free_ports(3)
+    assert len(set(ports)) == 3
+    for port in ports:
+        with socket.socket() as s:
+            s.bind((cluster_layout.LOOPBACK, port))
+
+
 def test_tf_config_for_real_hosts():
     spec = cluster.cluster_spec({"worker": 2, "chief": 1}, hosts=["a:2222", "b:2222", "c:2222"])
     assert spec == {"chief": ["a:2222"], "worker": ["b:2222", "c:2222"]}
