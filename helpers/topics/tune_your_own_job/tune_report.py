@@ -107,14 +107,20 @@ def summary(frame: Any, second: Any = None) -> str:
     """The report's reading, computed from the table (and ``second``, the trials tried again on
     top of the winners): what paid, what did not, what broke."""
     won = faster(frame)
-    tried = int((frame["verdict"] != "skipped").sum()) - 1 - int(COMBINED in frame.index)
-    gains = ", ".join(f"{n} ({frame.at[n, 'gain']:.2f}x)" for n in won)
-    parts = [f"{len(won)} of {tried} trials made the job faster" + (f": {gains}." if won else ".")]
-    unrun = int((frame["verdict"] == "not run").sum())
+    said = frame["verdict"]
+    trials = [n for n, v in said.items() if n not in (BASELINE, COMBINED) and v != "skipped"]
+    unrun = sum(said[n] == "not run" for n in trials)  # counted apart: neither paid nor not
+    ran, gains = len(trials) - unrun, ", ".join(f"{n} ({frame.at[n, 'gain']:.2f}x)" for n in won)
+    counted = ("the " if unrun else "") + f"{ran} trial{'' if ran == 1 else 's'}"
+    counted += " that ran" if unrun else ""
+    parts = [f"{len(won)} of {counted} made the job faster" + (f": {gains}." if won else ".")]
     if unrun:
-        parts.append(
-            f"{unrun} of them did not run within the time budget: give it more to measure them."
-        )
+        more = "more " if ran else ""
+        parts = (parts if ran else ["No trial ran."]) + [
+            f"{unrun} {more}did not run within the time budget: give it more to measure them."
+        ]
+    if COMBINED in frame.index and said[COMBINED] == "not run":
+        parts.append("The changes that paid were not run together within the time budget.")
     for label, verdict in (
         ("made it slower", "slower"),
         ("broke the job", "broke the job"),
