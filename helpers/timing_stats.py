@@ -165,7 +165,11 @@ def run_setting(cpuinfo: str | None = None, environ: Mapping[str, str] | None = 
         f"{name}={environ[name]}" if name in environ else f"{name} unset"
         for name in ("TF_ENABLE_ONEDNN_OPTS", "ONEDNN_MAX_CPU_ISA")
     )
+    usable = env.usable_cores()  # fewer under taskset or a container's cpuset
+    cpus = f"{cpu['logical_cores']} logical CPUs" + (
+        f" ({usable} usable by this run)" if usable < (cpu["logical_cores"] or 0) else ""
+    )
     return (
-        f"this run: {cpu['model']}, {cpu['logical_cores']} logical CPUs, "
+        f"this run: {cpu['model']}, {cpus}, "
         f"flags {' '.join(have) or 'none of ' + ' '.join(env.CPU_FEATURES)}; {variables}"
     )
