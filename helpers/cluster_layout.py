@@ -36,7 +36,7 @@ def max_local_tasks() -> int:
 #: so a port found free there can be taken by someone else's connection between this check and
 #: the moment the task binds it (the task binds after TensorFlow loads, seconds later). A port
 #: outside it is only taken by a program that asks for it by number. portpicker, which
-#: TensorFlow's own multi-process tests use, picks from the same range for the same reason.
+#: TensorFlow's own multi-process tests use, also draws random ports from 15000-24999.
 PICK_RANGE = (15000, 25000)
 _HANDED_OUT: set[int] = set()  # the ports this process gave out: not given out twice
 _RANDOM = random.Random()  # seeded from the OS, and not by a notebook's random.seed(0)
