@@ -14,6 +14,32 @@ from helpers.comparison import Comparison
 from helpers.timing import ProgressFn
 from helpers.topics.quantize_for_inference.quant_models import KIB, convert, runners
 
+#: Instructions that multiply int8 numbers into 32-bit sums in one step, as /proc/cpuinfo names
+#: them: VNNI on x86 (AVX512_VNNI, AVX_VNNI, AMX's int8 tiles), the dot-product and int8
+#: matrix-multiply extensions on ARM (asimddp, i8mm). XNNPACK, LiteRT's CPU back end, picks its
+#: int8 kernels by the instructions it finds; without these it widens int8 to 16 bits and uses
+#: 16-bit multiply-adds (AVX2's vpmaddwd, ARM's smlal).
+INT8_DOT_PRODUCTS = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
+
+
+def int8_instructions(cpuinfo: str | None = None) -> str:
+    """One line: this CPU and its integer dot-product instructions (``INT8_DOT_PRODUCTS``), read
+    from /proc/cpuinfo, or from ``cpuinfo``, that file's text."""
+    from helpers import env
+
+    if cpuinfo is not None and not isinstance(cpuinfo, str):
+        raise checks.BadType(f"cpuinfo must be /proc/cpuinfo's text or None, got {cpuinfo!r}")
+    model, flags = env.cpu_info(cpuinfo)["model"], env.cpu_flags(cpuinfo)
+    if not flags:
+        return f"{model}: this system does not list its CPU's instructions (Linux's /proc/cpuinfo)"
+    have = [name.upper() for name in INT8_DOT_PRODUCTS if name in flags]
+    if have:
+        return f"{model}: integer dot-product instructions {', '.join(have)}"
+    return (
+        f"{model}: no integer dot-product instructions (no VNNI, no ARM dot product): "
+        "int8 goes through 16-bit multiply-adds here"
+    )
+
 
 @checks.arguments(repeats=checks.repeats)
 def latency_table(

@@ -301,3 +301,29 @@ def test_layer_errors_read_the_debugger_statistics():
         "largest rmse/scale: 2.000 at seq/dense (FULLY_CONNECTED), 6.93x rounding alone (0.289)"
     )
     assert line.endswith("1 of the 2 layers that round are above twice that")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ("fpu avx2 fma avx512f avx512_vnni avx_vnni", "instructions AVX512_VNNI, AVX_VNNI"),
+        ("fpu avx avx2 fma", "no integer dot-product instructions"),
+        ("fp asimd asimddp i8mm", "instructions ASIMDDP, I8MM"),
+    ],
+)
+def test_int8_instructions_names_this_cpus_dot_products(flags, expected):
+    """The line notebook 11 prints under its MobileNetV2 timing, from /proc/cpuinfo's text: x86
+    flags or ARM features."""
+    from helpers.topics.quantize_for_inference import model_latency
+
+    key = "Features" if "asimd" in flags else "flags"
+    line = model_latency.int8_instructions(f"model name\t: Some CPU\n{key}\t\t: {flags}\n")
+    assert line.startswith("Some CPU: ") and expected in line
+
+
+def test_int8_instructions_without_a_flag_list_says_so():
+    from helpers.topics.quantize_for_inference import model_latency
+
+    assert "does not list" in model_latency.int8_instructions("")
+    with pytest.raises(TypeError, match="cpuinfo"):
+        model_latency.int8_instructions(b"flags : avx2")
