@@ -89,5 +89,5 @@ def decode_then_crop(jpeg, top, left, height, width):
 
 
 def decode_window(jpeg, top, left, height, width):
-    """Decode only the JPEG blocks the window touches."""
+    """Decode only the window: the per-block work outside it is skipped."""
     return tf.io.decode_and_crop_jpeg(jpeg, [top, left, height, width], channels=3)
