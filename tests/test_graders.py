@@ -1016,9 +1016,9 @@ def _window_answers():
 
     return [
         ("stub", stub, False, "calling it raised"),
-        ("solution", solution, True, "only the window is decoded"),
-        ("tf.image alias, stacked window", image_alias, True, "only the window is decoded"),
-        ("a tf.function", as_tf_function, True, "only the window is decoded"),
+        ("solution", solution, True, "skips the work outside the window"),
+        ("tf.image alias, stacked window", image_alias, True, "skips the work outside the window"),
+        ("a tf.function", as_tf_function, True, "skips the work outside the window"),
         ("decode then crop", decode_then_crop, False, "no DecodeAndCropJpeg op"),
         ("box in x, y order", box_swapped, False, "the crop has shape"),
         ("not a function", "decode_and_crop_jpeg", False, "pass your function itself"),

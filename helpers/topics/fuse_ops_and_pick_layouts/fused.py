@@ -56,6 +56,19 @@ def data_format_table(
     )
 
 
+def data_format_summary(table: Any) -> str:
+    """``data_format_table`` read both ways, each line with its spread: per layout, oneDNN off
+    against on; per oneDNN setting, NCHW against NHWC (expected slower on a CPU), where both ran."""
+    from helpers.topics.tune_the_cpu import cpu_report
+
+    by_layout = cpu_report.sweep_summary(table)
+    swapped = table.rename(columns={"setting": "workload", "workload": "setting"})
+    by_setting = cpu_report.sweep_summary(
+        swapped, expect="slower", why="CPU kernels vectorise over the channels NHWC keeps together"
+    )
+    return f"{by_layout}\n{by_setting}"
+
+
 @checks.arguments(n_ops=checks.whole(1, 10_000), size=checks.whole(1, 10**9))
 def xla_variants(
     chain: str = "multiply_add", n_ops: int = 20, size: int = 1_000_000
@@ -194,7 +207,10 @@ def check_window_decode(fn: Any) -> Feedback:
             f"the pixels differ from decode-then-crop by {mean_diff:.1f} on average: "
             "is the box right?"
         )
-    return correct(f"only the window is decoded; mean difference {mean_diff:.2f} of 255")
+    return correct(
+        "DecodeAndCropJpeg skips the work outside the window; "
+        f"mean difference {mean_diff:.2f} of 255"
+    )
 
 
 BENCHMARKS = [

@@ -112,6 +112,43 @@ def test_data_format_table_shows_the_nchw_error_without_onednn():
     assert rows[("oneDNN off", "conv2d_NHWC")].onednn is False
 
 
+def test_data_format_summary_reads_the_table_both_ways():
+    """Per layout, oneDNN off against on; per setting, NCHW against NHWC with the CPU's
+    expectation; the NCHW row that failed without oneDNN is named, not compared."""
+    import pandas as pd
+
+    def row(setting, workload, median, error=""):
+        spread = (median * 0.98, median * 1.02) if median else (float("nan"),) * 2
+        return {
+            "setting": setting,
+            "workload": workload,
+            "median_ms": median or float("nan"),
+            "q1_ms": spread[0],
+            "q3_ms": spread[1],
+            "repeats": 7,
+            "error": error,
+        }
+
+    table = pd.DataFrame(
+        [
+            row("oneDNN on", "conv2d_NHWC", 8.0),
+            row("oneDNN on", "conv2d_NCHW", 10.0),
+            row("oneDNN off", "conv2d_NHWC", 13.0),
+            row("oneDNN off", "conv2d_NCHW", None, "Unimplemented"),
+        ]
+    )
+    lines = fused.data_format_summary(table).splitlines()
+    assert lines[0].startswith("conv2d_NHWC: oneDNN off is 1.62x slower than oneDNN on")
+    assert "conv2d_NCHW: 1 setting(s) failed" in lines
+    layout = [line for line in lines if line.startswith("oneDNN on: conv2d_NCHW")]
+    assert (
+        layout
+        and "1.25x slower than conv2d_NHWC" in layout[0]
+        and layout[0].endswith("as expected.")
+    )
+    assert "oneDNN off: conv2d_NHWC 13.0 ms (the only setting that ran)" in lines
+
+
 def test_exercise_checks():
     import tensorflow as tf
 
