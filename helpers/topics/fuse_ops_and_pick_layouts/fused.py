@@ -64,7 +64,10 @@ def data_format_summary(table: Any) -> str:
     by_layout = cpu_report.sweep_summary(table)
     swapped = table.rename(columns={"setting": "workload", "workload": "setting"})
     by_setting = cpu_report.sweep_summary(
-        swapped, expect="slower", why="CPU kernels vectorise over the channels NHWC keeps together"
+        swapped,
+        expect="slower",
+        why="CPU kernels vectorise over the channels NHWC keeps together",
+        noun="layout",
     )
     return f"{by_layout}\n{by_setting}"
 

@@ -140,12 +140,13 @@ def sweep_figure(table: Any, title: str = "") -> Any:
     return fig
 
 
-def sweep_summary(table: Any, pairs: Any = (), expect: str | None = None, why: str = "") -> str:
-    """Per workload, one line per setting against the sweep's first setting (its baseline), read
-    as ``verdicts.verdict`` reads a comparison (with ``expect`` and ``why``, whether each held):
-    the ratio with its quartile ratios, and no clear difference when the quartiles overlap or the
-    medians lie within a few percent. ``pairs``: more (setting, against) comparisons per workload,
-    such as twice the cores against all cores."""
+def sweep_summary(
+    table: Any, pairs: Any = (), expect: str | None = None, why: str = "", noun: str = "setting"
+) -> str:
+    """Per workload, one line per setting against the sweep's first (its baseline), read as
+    ``verdicts.verdict`` reads a comparison (with ``expect`` and ``why``, whether each held): the
+    ratio with its quartile ratios, or no clear difference. ``pairs``: more (setting, against)
+    comparisons per workload (twice the cores against all); ``noun``: what lines call a setting."""
     import pandas as pd
 
     from helpers import verdicts
@@ -181,10 +182,10 @@ def sweep_summary(table: Any, pairs: Any = (), expect: str | None = None, why: s
         ]
         if len(ok) == 1:
             lines.append(
-                f"{workload}: {ok.index[0]} {base['median_ms']:.1f} ms (the only setting that ran)"
+                f"{workload}: {ok.index[0]} {base['median_ms']:.1f} ms (the only {noun} that ran)"
             )
         if failed:
-            lines.append(f"{workload}: {failed} setting(s) failed")
+            lines.append(f"{workload}: {failed} {noun}(s) failed")
     return "\n".join(lines)
 
 

@@ -146,7 +146,8 @@ def test_data_format_summary_reads_the_table_both_ways():
         and "1.25x slower than conv2d_NHWC" in layout[0]
         and layout[0].endswith("as expected.")
     )
-    assert "oneDNN off: conv2d_NHWC 13.0 ms (the only setting that ran)" in lines
+    assert "oneDNN off: conv2d_NHWC 13.0 ms (the only layout that ran)" in lines
+    assert "oneDNN off: 1 layout(s) failed" in lines
 
 
 def test_exercise_checks():
