@@ -6,6 +6,7 @@ function (notebook 08): XLA's HLO text, Grappler's optimised graph, recompilatio
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from helpers import checks
@@ -124,17 +125,24 @@ _ELEMENTWISE = (
 )
 
 
-def _entry_ops(hlo: str) -> list[str]:
-    """The opcodes of the ENTRY computation of an HLO module's text: what runs as separate steps."""
+def _ops(hlo: str, entry: bool = True) -> list[str]:
+    """The opcodes of an HLO module's ENTRY computation (what runs as separate steps), or with
+    ``entry=False`` of its fused computations (what runs inside the fusions' loops)."""
     ops, inside = [], False
     for line in hlo.splitlines():
-        if line.startswith("ENTRY "):
+        if line.startswith("ENTRY ") if entry else line.startswith("%fused"):
             inside = True
         elif inside and line.startswith("}"):
-            break
+            inside = False
         elif inside and (match := _HLO_OP.match(line)):
             ops.append(match[1])
     return ops
+
+
+def _counts(ops: list[str], top: int = 3) -> str:
+    """ "20 add, 20 multiply, 2 broadcast, ...": the most frequent opcodes first."""
+    ranked = sorted(Counter(ops).items(), key=lambda pair: (-pair[1], pair[0]))
+    return ", ".join(f"{n} {op}" for op, n in ranked[:top]) + (", ..." if len(ranked) > top else "")
 
 
 def hlo_summary(before: str, after: str) -> str:
@@ -145,22 +153,23 @@ def hlo_summary(before: str, after: str) -> str:
             "before and after must be HLO module text, "
             "from experimental_get_compiler_ir(...)(stage=...)"
         )
-    first, second = _entry_ops(before), _entry_ops(after)
+    first, second = _ops(before), _ops(after)
     counted = lambda ops: {op: ops.count(op) for op in _ELEMENTWISE if op in ops}  # noqa: E731
-    fusions = re.findall(
-        r"=\s*\S+\s+fusion\(.*?kind=(\w+)", "\n".join(line for line in after.splitlines())
-    )
+    fusions = re.findall(r"=\s*\S+\s+fusion\(.*?kind=(\w+)", after)
     steps = ", ".join(f"{n} {op}" for op, n in counted(first).items()) or "no elementwise"
+    rest = _counts([op for op in first if op not in _ELEMENTWISE]) or "none"
     left = (
         ", ".join(f"{n} {op}" for op, n in counted(second).items())
         or "no elementwise instruction of its own"
     )
+    fused = _ops(after, entry=False)
     return (
         f"Before XLA's optimisations the program's entry ran {steps} instructions "
-        f"({len(first)} instructions in all); "
+        f"({len(first)} instructions in all; the others: {rest}); "
         f"after them it runs {len(second)} instructions ({left}), "
         f"with {len(fusions)} fusion(s) of kind {', '.join(sorted(set(fusions))) or '-'} "
-        "holding the elementwise work: one loop per fusion, one pass over memory."
+        f"holding the elementwise work ({_counts(fused, top=4) or 'empty'} inside): "
+        "one loop per fusion, one pass over memory."
     )
 
 

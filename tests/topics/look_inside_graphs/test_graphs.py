@@ -76,10 +76,14 @@ ENTRY %main (arg0.1: f32[8]) -> f32[8] {
 
 def test_hlo_summary_counts_the_entry_before_and_after():
     text = graphs.hlo_summary(HLO_BEFORE, HLO_AFTER)
-    assert "ran 1 add, 2 multiply instructions (6 instructions in all)" in text
+    assert (
+        "ran 1 add, 2 multiply instructions (6 instructions in all; "
+        "the others: 1 broadcast, 1 constant, 1 parameter)" in text
+    )
     assert (
         "after them it runs 2 instructions (no elementwise instruction of its own), "
-        "with 1 fusion(s) of kind kLoop" in text
+        "with 1 fusion(s) of kind kLoop holding the elementwise work (1 add, 1 parameter inside)"
+        in text
     )
     with pytest.raises(ValueError, match="HLO module text"):
         graphs.hlo_summary("", HLO_AFTER)
