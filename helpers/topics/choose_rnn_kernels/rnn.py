@@ -101,49 +101,6 @@ def rnn_variants(
     features=checks.whole(1, 65536),
     units=checks.whole(1, 65536),
 )
-def cudnn_variants(
-    batch: int = 32, steps: int = 50, features: int = 32, units: int = 128
-) -> dict[str, Callable[[], Any]]:
-    """Keras 3's LSTM training step with ``use_cudnn=False`` (always the generic loop) and the
-    default ``use_cudnn="auto"`` (cuDNN's kernel where a GPU is visible), sharing weights. On a
-    CPU both run the loop."""
-    import keras
-    import tensorflow as tf
-
-    for name, value in (
-        ("batch", batch),
-        ("steps", steps),
-        ("features", features),
-        ("units", units),
-    ):
-        whole_number(name, value)
-    _fits(batch, steps, features, units, layers=2)
-    keras.utils.set_random_seed(0)
-    x = tf.random.stateless_normal([batch, steps, features], seed=(1, 2))
-    target = tf.random.stateless_normal([batch, units], seed=(3, 4))
-    generic, auto = keras.layers.LSTM(units, use_cudnn=False), keras.layers.LSTM(units)
-    for layer in (generic, auto):
-        layer.build((None, steps, features))
-    auto.set_weights(generic.get_weights())
-
-    def step(layer: Any) -> Callable[[], Any]:
-        @tf.function
-        def run() -> Any:
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(layer(x) - target))
-            return tape.gradient(loss, layer.trainable_variables)
-
-        return run
-
-    return {"generic loop (use_cudnn=False)": step(generic), "use_cudnn='auto'": step(auto)}
-
-
-@checks.arguments(
-    batch=checks.whole(1, 65536),
-    steps=checks.whole(1, 10_000),
-    features=checks.whole(1, 65536),
-    units=checks.whole(1, 65536),
-)
 def lstm_differences(
     batch: int = 4, steps: int = 10, features: int = 8, units: int = 16
 ) -> dict[str, float]:

@@ -30,14 +30,6 @@ def test_training_variants_return_gradients_for_every_kind():
     assert all(float(tf.reduce_max(tf.abs(x - y))) < 1e-5 for x, y in zip(a, b, strict=True))
 
 
-def test_cudnn_variants_agree_on_cpu():
-    import tensorflow as tf
-
-    variants = rnn.cudnn_variants(batch=2, steps=4, features=3, units=5)
-    a, b = (fn() for fn in variants.values())
-    assert all(float(tf.reduce_max(tf.abs(x - y))) < 1e-5 for x, y in zip(a, b, strict=True))
-
-
 def test_unroll_table_grows_the_unrolled_graph_only():
     calls = []
     table = rnn.unroll_table(
@@ -76,8 +68,6 @@ def test_bad_input():
         rnn.rnn_variants(steps=0)
     with pytest.raises(ValueError, match="steps_list"):
         rnn.unroll_table(())
-    with pytest.raises(ValueError, match="units must be"):
-        rnn.cudnn_variants(units=-1)
 
 
 def test_benchmark_registered():
