@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from helpers import timing
+from helpers import checks, timing
 
 EXPECTATIONS = ("faster", "slower", "no clear difference", "not faster", "not slower")
 
@@ -129,3 +129,19 @@ def verdict_of(timings: Any, variant: str, baseline: str, **kwargs: Any) -> str:
         variant,
         **kwargs,
     )
+
+
+@checks.arguments(factor=checks.number(1.0, 100.0, "times the fastest run", above=True))
+def slow_runs(table: Any, factor: float = 1.25) -> str:
+    """One line: how many of each row's timed runs took more than ``factor`` times that row's
+    fastest run. Two levels of run times (a fast group and a slow one) leave the median on either
+    side, so a verdict can read "no clear difference" where one row alone has slow runs; this
+    count shows which rows have them."""
+    timings = table.attrs.get("timings") if hasattr(table, "attrs") else None
+    if not timings:
+        raise ValueError("table must be what timing.compare returns (it keeps the raw timings)")
+    counts = ", ".join(
+        f"{name} {sum(s > factor * t.minimum for s in t.seconds)} of {t.count}"
+        for name, t in timings.items()
+    )
+    return f"Runs more than {factor - 1:.0%} slower than their row's fastest: {counts}."

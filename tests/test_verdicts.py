@@ -99,3 +99,23 @@ def test_verdict_of_reads_two_timings_kept_beside_a_table():
     )
     assert verdicts.verdict_of(timings, "f16", "f32").startswith("f16 vs f32: no clear difference")
     assert "as expected" in verdicts.verdict_of(timings, "i8", "f32", expect="faster")
+
+
+def test_slow_runs_counts_each_rows_slow_group():
+    import pandas as pd
+
+    table = timing.comparison_table(
+        {
+            "two levels": timing.Timing("two levels", (1.0, 1.0, 1.6, 1.0, 1.7)),
+            "steady": timing.Timing("steady", (1.0, 1.1, 1.05, 1.2, 1.0)),
+        },
+        "two levels",
+    )
+    assert verdicts.slow_runs(table) == (
+        "Runs more than 25% slower than their row's fastest: two levels 2 of 5, steady 0 of 5."
+    )
+    assert "steady 1 of 5" in verdicts.slow_runs(table, factor=1.15)
+    with pytest.raises(ValueError, match="factor must be"):
+        verdicts.slow_runs(table, factor=1)
+    with pytest.raises(ValueError, match="what timing.compare returns"):
+        verdicts.slow_runs(pd.DataFrame({"median_s": [1.0]}))

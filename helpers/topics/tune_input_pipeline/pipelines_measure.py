@@ -73,7 +73,7 @@ def throughputs(
     runs: dict[str, Any], n_images: int, repeats: int = 3, on_progress: ProgressFn | None = None
 ) -> Any:
     """Images per second of each of the notebook's ``training_runs(dataset, n_images)`` (``runs``),
-    with CPU (and GPU) utilisation sampled during the end-to-end runs."""
+    with CPU (and GPU) utilisation sampled during each run's repeats."""
     import pandas as pd
 
     from helpers import timing
@@ -84,12 +84,9 @@ def throughputs(
         )
     rows = []
     for i, (name, fn) in enumerate(runs.items(), start=1):
-        if name == "end to end":
-            with UtilizationSampler(interval=0.1) as sampler:
-                measured = timing.measure(fn, repeats=repeats, items=n_images, label=name)
-            usage = sampler.summary()
-        else:
-            measured, usage = timing.measure(fn, repeats=repeats, items=n_images, label=name), {}
+        with UtilizationSampler(interval=0.1) as sampler:
+            measured = timing.measure(fn, repeats=repeats, items=n_images, label=name)
+        usage = sampler.summary()
         per_core = usage.get("cpu_per_core")
         rows.append(
             {
@@ -127,12 +124,20 @@ def bound_verdict(table: Any) -> str:
             f"end to end reaches {fraction:.0%} of the compute-only bound{usage}."
         )
     shared = lesson().shared_core_limit(data, compute) / compute
+    busy = [table.loc[run].get("cpu_mean") for run in ("data only", "compute only")]
+    assumption = (
+        " That limit assumes that data only and compute only each kept every core busy; "
+        f"they kept the CPU {busy[0]:.0f}% and {busy[1]:.0f}% busy, so the further below 100% "
+        "they are, the more room a run has to pass the limit, or to fall short of it."
+        if all(isinstance(b, int | float) and b == b for b in busy)
+        else ""
+    )
     return (
         f"Not input-bound: the pipeline alone gives {data:,.0f} img/s, "
         f"more than the model's {compute:,.0f}; "
         f"end to end reaches {fraction:.0%} of the compute-only bound{usage}. "
-        "If the pipeline's work and the model's share the same cores, "
-        f"the most to expect is {shared:.0%} of the bound."
+        "If the pipeline's work and the model's take turns on the same cores, "
+        f"the most to expect is {shared:.0%} of the bound.{assumption}"
     )
 
 
