@@ -162,13 +162,25 @@ def read_records(paths, parallel_reads=None, batch=1024):
     return tf.data.TFRecordDataset(list(paths), num_parallel_reads=parallel_reads).batch(batch)
 
 
+@checks.arguments(batch=checks.whole(1, 65_536))
+def read_records_batched_per_file(paths, batch=1024):
+    """The same records, several files at once, each file's records batched before the interleave."""
+    if isinstance(paths, str | bytes | os.PathLike) or not paths:
+        raise TypeError(f"paths must be a non-empty list of shard paths, got {paths!r}; for one shard write [path]")
+    return tf.data.Dataset.from_tensor_slices(list(paths)).interleave(
+        lambda path: tf.data.TFRecordDataset(path).batch(batch), num_parallel_calls=tf.data.AUTOTUNE)
+
+
 def shard_size_variants(layouts):
-    """Each layout's records read one file at a time, and several files at once."""
+    """Each layout's records read one file at a time, several files at once record by record,
+    and several files at once in batches."""
     variants = {}
     for layout, paths in layouts.items():
         for how, reads in (("one file at a time", None), ("num_parallel_reads=AUTOTUNE", tf.data.AUTOTUNE)):
             variants[f"{layout}, {how}"] = lambda paths=paths, reads=reads: sum(
                 int(batch.shape[0]) for batch in read_records(paths, reads))
+        variants[f"{layout}, interleave of per-file batches"] = lambda paths=paths: sum(
+            int(batch.shape[0]) for batch in read_records_batched_per_file(paths))
     return variants
 
 

@@ -416,9 +416,11 @@ def test_shard_size_variants_read_every_record_of_each_layout(tmp_path):
         layouts[f"{target}"] = tfrecords.shard_paths(tmp_path / str(target), "all")
     assert len(layouts["1048576"]) == 1 and len(layouts["16384"]) > 10
     built = lesson.shard_size_variants(layouts)
-    assert len(built) == 4 and {read() for read in built.values()} == {200}
+    assert len(built) == 6 and {read() for read in built.values()} == {200}
     with pytest.raises(TypeError, match="for one shard write \\[path\\]"):
         lesson.read_records(layouts["1048576"][0])
+    with pytest.raises(TypeError, match="for one shard write \\[path\\]"):
+        lesson.read_records_batched_per_file(layouts["1048576"][0])
 
 
 def test_sizes_and_shares_summaries():
