@@ -110,8 +110,12 @@ def bf16_kernels(
     onednn = onednn_enabled() if onednn is None else onednn
     cap = (isa or os.environ.get("ONEDNN_MAX_CPU_ISA", "")).strip().upper()
     slower = "mixed_bfloat16 is emulated here: expect it slower than float32"
+    none = f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX, ARM BF16): {slower}"
+    if not have and {"asimd", "bf16"} <= cpu_flags(cpuinfo):  # aarch64 with Armv8.6 BF16
+        none = "this ARM CPU has BF16 instructions; whether TensorFlow's aarch64 build uses them "
+        none += "for mixed_bfloat16 depends on the build (oneDNN with ACL): not measured here"
     if not have:
-        return False, f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX): {slower}"
+        return False, none
     if not onednn:
         return (
             False,

@@ -80,6 +80,20 @@ def test_bf16_kernels_takes_the_instructions_and_onednn(
     assert ("slower than float32" in why) is not fast
 
 
+def test_bf16_kernels_on_arm_names_the_feature_and_promises_nothing():
+    neoverse_v1 = (
+        "processor\t: 0\nFeatures\t: fp asimd evtstrm aes sha2 crc32 atomics i8mm bf16 sve\n"
+    )
+    older = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32 atomics asimddp\n"
+    got, why = env.bf16_kernels(neoverse_v1, True)
+    assert got is False and why.startswith("this ARM CPU has BF16 instructions")
+    assert "not measured here" in why and "slower" not in why
+    got, why = env.bf16_kernels(older, True)
+    assert (
+        got is False and "no bfloat16 instructions" in why and "ARM BF16" in why
+    )  # the ARM name too
+
+
 def test_onednn_kernels_sums_calls_per_implementation():
     table = onednn.kernels(VERBOSE)
     assert list(table.columns) == [
