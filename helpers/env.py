@@ -94,11 +94,11 @@ def cpu_flags(cpuinfo: str | None = None) -> set[str]:
 
 def bf16_kernels(
     cpuinfo: str | None = None, onednn: bool | None = None, isa: str | None = None
-) -> tuple[bool, str]:
+) -> tuple[bool | None, str]:
     """Whether TensorFlow's CPU kernels compute bfloat16 in hardware here, and why, in one line:
     it takes AVX512_BF16 or AMX, oneDNN on (TensorFlow's own kernels emulate bfloat16), and no
     ``ONEDNN_MAX_CPU_ISA`` below them (``isa``: a cap a child process will run under; by default,
-    or when empty, this process's own)."""
+    or when empty, this process's own). None: not known (an ARM CPU with BF16)."""
     from helpers import checks
 
     onednn = checks.optional_flag("onednn", onednn)
@@ -110,12 +110,14 @@ def bf16_kernels(
     onednn = onednn_enabled() if onednn is None else onednn
     cap = (isa or os.environ.get("ONEDNN_MAX_CPU_ISA", "")).strip().upper()
     slower = "mixed_bfloat16 is emulated here: expect it slower than float32"
-    none = f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX, ARM BF16): {slower}"
     if not have and {"asimd", "bf16"} <= cpu_flags(cpuinfo):  # aarch64 with Armv8.6 BF16
-        none = "this ARM CPU has BF16 instructions; whether TensorFlow's aarch64 build uses them "
-        none += "for mixed_bfloat16 depends on the build (oneDNN with ACL): not measured here"
+        why = "this ARM CPU has BF16 instructions; whether TensorFlow's aarch64 build uses them "
+        return None, why + "for mixed_bfloat16 depends on the build (oneDNN with ACL): not run here"
     if not have:
-        return False, none
+        return (
+            False,
+            f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX, ARM BF16): {slower}",
+        )
     if not onednn:
         return (
             False,

@@ -127,9 +127,10 @@ def isa_table(
 
 def bf16_expected(isa: str | None = None) -> dict[str, str]:
     """What the notebook leads the reader to expect of mixed_bfloat16 against float32 here, for
-    ``verdicts.verdict``: "faster" where the kernels compute bfloat16 in hardware, else "slower"."""
+    ``verdicts.verdict``: "faster" where the kernels compute bfloat16 in hardware, "slower" where
+    they emulate it, none where that is not known (an ARM CPU with BF16)."""
     fast, why = env.bf16_kernels(isa=isa)
-    return {"expect": "faster" if fast else "slower", "why": why}
+    return {"expect": None if fast is None else "faster" if fast else "slower", "why": why}
 
 
 def isa_summary(table: Any) -> str:

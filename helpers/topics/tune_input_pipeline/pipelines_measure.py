@@ -127,8 +127,8 @@ def bound_verdict(table: Any) -> str:
     busy = [table.loc[run].get("cpu_mean") for run in ("data only", "compute only")]
     assumption = (
         " That limit assumes that data only and compute only each kept every core busy; "
-        f"they kept the CPU {busy[0]:.0f}% and {busy[1]:.0f}% busy, so the further below 100% "
-        "they are, the more room a run has to pass the limit, or to fall short of it."
+        f"they kept the CPU {busy[0]:.0f}% and {busy[1]:.0f}% busy: cores they left idle are "
+        "room for end to end to pass the limit."
         if all(isinstance(b, int | float) and b == b for b in busy)
         else ""
     )

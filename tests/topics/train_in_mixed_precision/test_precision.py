@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import checks, env, onednn
-from helpers.topics.train_in_mixed_precision import precision
+from helpers.topics.train_in_mixed_precision import precision, precision_isa
 
 CPUINFO_BF16 = (
     "processor\t: 0\nmodel name\t: Test CPU\n"
@@ -80,18 +80,19 @@ def test_bf16_kernels_takes_the_instructions_and_onednn(
     assert ("slower than float32" in why) is not fast
 
 
-def test_bf16_kernels_on_arm_names_the_feature_and_promises_nothing():
+def test_bf16_kernels_on_arm_names_the_feature_and_promises_nothing(monkeypatch):
     neoverse_v1 = (
         "processor\t: 0\nFeatures\t: fp asimd evtstrm aes sha2 crc32 atomics i8mm bf16 sve\n"
     )
     older = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32 atomics asimddp\n"
-    got, why = env.bf16_kernels(neoverse_v1, True)
-    assert got is False and why.startswith("this ARM CPU has BF16 instructions")
-    assert "not measured here" in why and "slower" not in why
     got, why = env.bf16_kernels(older, True)
-    assert (
-        got is False and "no bfloat16 instructions" in why and "ARM BF16" in why
-    )  # the ARM name too
+    assert got is False and "no bfloat16 instructions" in why and "ARM BF16" in why
+    got, why = env.bf16_kernels(neoverse_v1, True)
+    assert got is None and why.startswith("this ARM CPU has BF16 instructions")  # not known
+    assert "not run here" in why and "slower" not in why
+    real = env.bf16_kernels
+    monkeypatch.setattr(env, "bf16_kernels", lambda isa=None: real(neoverse_v1, True, isa))
+    assert precision_isa.bf16_expected() == {"expect": None, "why": why}  # not "slower"
 
 
 def test_onednn_kernels_sums_calls_per_implementation():
