@@ -205,6 +205,12 @@ def _most_varied_answers():
     def returns_the_series(table):
         return table.max(axis=1) / table.min(axis=1)
 
+    def typed_in(table):  # a mistake: this room's answer, typed in
+        return "train_in_mixed_precision.float32_vs_bfloat16"
+
+    def lowest_speedup(table):  # a mistake: the row with the smallest speed-up (here the same row)
+        return table.min(axis=1).idxmin()
+
     return [
         ("stub", stub, False, "got NoneType"),
         ("solution", solution, True, "varies most"),
@@ -214,12 +220,14 @@ def _most_varied_answers():
         ("one machine", first_machine, False, "largest max/min ratio"),
         ("raises", raises, False, "calling your function raised KeyError"),
         ("the ratios, not a name", returns_the_series, False, "got Series"),
+        ("typed in", typed_in, False, "without the row"),
+        ("lowest speed-up", lowest_speedup, False, "without the row"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(8),
+    range(10),
     ids=[
         "stub",
         "solution",
@@ -229,6 +237,8 @@ def _most_varied_answers():
         "one-machine",
         "raises",
         "series",
+        "typed-in",
+        "lowest-speedup",
     ],
 )
 def test_most_varied_grader(row, speedups):
@@ -343,13 +353,13 @@ def test_reordered_grader(row, shards):
 # --- 01: the graph of z = x @ w + b -------------------------------------------------------------
 
 
-def _graph(body):
+def _graph(body, x_shape=(None, 3), w_shape=(3, 2)):
     import tensorflow as tf
 
     graph = tf.Graph()
     with graph.as_default():
-        x = tf.compat.v1.placeholder(tf.float32, [None, 3], name="x")
-        w = tf.Variable(tf.zeros([3, 2]), name="w")
+        x = tf.compat.v1.placeholder(tf.float32, list(x_shape), name="x")
+        w = tf.Variable(tf.zeros(list(w_shape)), name="w")
         body(tf, x, w)
     return graph
 
@@ -375,6 +385,18 @@ AFFINE = [
         "ops",
     ),
     ("no add", lambda: _graph(lambda tf, x, w: x @ w), False, "missing an add"),
+    (
+        "x of the wrong shape",
+        lambda: _graph(lambda tf, x, w: x @ w + 1.0, x_shape=[None, 2], w_shape=[2, 2]),
+        False,
+        "x must have shape [None, 3]",
+    ),
+    (
+        "w of the wrong shape",
+        lambda: _graph(lambda tf, x, w: x @ w + 1.0, w_shape=[3, 3]),
+        False,
+        "w must have shape [3, 2]",
+    ),
     (
         "multiply, not matmul",
         lambda: _graph(lambda tf, x, w: x[:, :2] * w[0] + 1.0),
@@ -467,6 +489,22 @@ TOWERS = [
         "returned a list, not a tensor",
     ),
     ("no table", "right", None, False, "pass the table that log.run"),
+    (
+        "float64, another correct spelling",
+        "float64",
+        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
+        True,
+        "towers on CPU:2, CPU:3",
+    ),
+    (
+        "strings",
+        "strings",
+        [("AddN", "AddN", "CPU:0")],
+        False,
+        "not a number tensor",
+    ),
+    ("called before log.run: an empty log", "right", [], False, "on its first call only"),
+    ("a table without kernels", "right", "no kernel column", False, "pass the table that log.run"),
 ]
 
 
@@ -479,8 +517,21 @@ def test_towers_grader(row):
     name, result, rows, passes, words = TOWERS[row]
     batch = tf.random.stateless_normal([8, 4], seed=(1, 1))
     want = tf.matmul(batch, batch, transpose_a=True)
-    answer = {"right": want, "double": want * 2, "list": want.numpy().tolist(), None: None}[result]
-    table = None if rows is None else _table(rows)
+    answer = {
+        "right": want,
+        "double": want * 2,
+        "list": want.numpy().tolist(),
+        "float64": tf.cast(want, tf.float64),
+        "strings": tf.strings.as_string(want),
+        None: None,
+    }[result]
+    table = (
+        None
+        if rows is None
+        else _table([]).drop(columns="kernel")
+        if rows == "no kernel column"
+        else _table(rows)
+    )
     judge(towers.check_towers(answer, table, batch), passes, words)
 
 
@@ -517,6 +568,14 @@ def _training_answers(v):
         return loss
 
     keras_adam = keras.optimizers.Adam(0.5)
+    slow = keras.optimizers.SGD(0.01)
+
+    @tf.function
+    def small_rate():  # a mistake: SGD, but not the learning rate asked for
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(v - 3.0))
+        slow.apply_gradients([(tape.gradient(loss, v), v)])
+        return loss
 
     def eager():  # the mistake the exercise is about: not a tf.function
         return tf.reduce_sum(tf.square(v - 3.0))
@@ -540,7 +599,8 @@ def _training_answers(v):
         ("stub", stub, False, "must be a tf.function"),
         ("solution", solution, True, "the loss fell"),
         ("by hand, mean", by_hand, True, "the loss fell"),
-        ("Adam", adam, True, "the loss fell"),
+        ("Adam", adam, False, "learning rate (0.1)"),
+        ("SGD 0.01", small_rate, False, "five SGD steps of learning rate 0.1 reach 2.017"),
         ("eager", eager, False, "must be a tf.function"),
         ("ascends", ascends, False, "did not fall"),
         ("frozen", frozen, False, "did not fall"),
@@ -550,8 +610,8 @@ def _training_answers(v):
 
 @pytest.mark.parametrize(
     "row",
-    range(8),
-    ids=["stub", "solution", "by-hand", "adam", "eager", "ascends", "frozen", "raises"],
+    range(9),
+    ids=["stub", "solution", "by-hand", "adam", "sgd-0.01", "eager", "ascends", "frozen", "raises"],
 )
 def test_training_step_grader(row):
     import numpy as np
@@ -1088,6 +1148,12 @@ def _chain_answers():
             False,
             "raised AttributeError",
         ),
+        (
+            "strings of the right shape",
+            tf.function(lambda x: tf.strings.as_string(small_ops_chain(x, 50))),
+            False,
+            "not return the same values",
+        ),
     ]
 
 
@@ -1101,6 +1167,7 @@ CHAIN_IDS = [
     "49-ops",
     "none",
     "numpy-inside",
+    "strings",
 ]
 
 

@@ -48,6 +48,16 @@ def three_functions(array, tensor):
     return embedded, argument, captured
 
 
+def first_calls(array):
+    """A first call of each of three_functions: every call builds the functions afresh, so it traces."""
+    tensor, x = tf.constant(array), tf.zeros(array.shape)
+    return {
+        "embedded constant": lambda: three_functions(array, tensor)[0](x),
+        "tensor argument": lambda: three_functions(array, tensor)[1](x, tensor),
+        "captured tensor": lambda: three_functions(array, tensor)[2](x),
+    }
+
+
 def dataset_inside(array):
     """from_tensor_slices inside a tf.function: the array is embedded in the graph."""
 

@@ -2,10 +2,12 @@
 experiment in a fresh process, the exercise check and the bench id. The memory guard is in
 ``helpers.topics.keep_arrays_out_of_graphs.memory_guard`` (its names are re-exported here).
 
-The lesson (``tf1_graph``, ``three_functions``, the two dataset forms, the child program that
-measures a fresh process) is written in the notebook's ``#| export`` cells and imported here
-from ``helpers.lessons.keep_arrays_out_of_graphs``. Every measurement first estimates its peak
-memory and refuses to run when the estimate is above a safe fraction of the memory available.
+The lesson (``tf1_graph``, ``three_functions``, the two dataset forms, ``first_calls``, the child
+program that measures a fresh process) is written in the notebook's ``#| export`` cells. The
+tables take the notebook's functions as arguments, so an edited cell is what they measure; the
+bench and the child program import the exported copy,
+``helpers.lessons.keep_arrays_out_of_graphs``. Every measurement first estimates its peak memory
+and refuses to run when the estimate is above a safe fraction of the memory available.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ def graph_stats(graph: Any) -> dict[str, int]:
 
 
 @checks.arguments(n_ops=checks.whole(1, 100_000))
-def tf1_table(array: Any, n_ops: int) -> Any:
-    """Node count, GraphDef MiB and the rise of this process's memory (RSS) while building the
-    notebook's ``tf1_graph`` for each fix, smallest first; guarded before anything is built."""
+def tf1_table(tf1_graph: Any, array: Any, n_ops: int) -> Any:
+    """Node count, GraphDef MiB and the rise of this process's memory (RSS) while building
+    ``tf1_graph(array, n_ops, fix)`` (the notebook's) for each fix, smallest first; guarded before
+    anything is built."""
     import pandas as pd
 
     whole_number("n_ops", n_ops)
@@ -63,7 +66,7 @@ def tf1_table(array: Any, n_ops: int) -> Any:
     rows = []
     for fix in ("placeholder", "convert_once", "none"):
         with PeakRSS() as peak:
-            stats = graph_stats(lesson().tf1_graph(array, n_ops, fix))
+            stats = graph_stats(tf1_graph(array, n_ops, fix))
         rows.append(
             {
                 "fix": fix,
@@ -75,60 +78,40 @@ def tf1_table(array: Any, n_ops: int) -> Any:
     return pd.DataFrame(rows).set_index("fix")
 
 
-def _first_calls(array: Any) -> dict[str, Any]:
-    """First call of each of the notebook's ``three_functions``, each built fresh per call."""
-    import tensorflow as tf
-
-    tensor, x = tf.constant(array), tf.zeros(array.shape)
-    make = lesson().three_functions
-    return {
-        "embedded constant": lambda: make(array, tensor)[0](x),
-        "tensor argument": lambda: make(array, tensor)[1](x, tensor),
-        "captured tensor": lambda: make(array, tensor)[2](x),
-    }
-
-
-def tf2_table(array: Any) -> Any:
-    """Graph MiB, first-call ms and the rise of this process's memory for each of the notebook's
-    ``three_functions``; guarded before anything is built."""
+def tf2_table(three_functions: Any, array: Any) -> Any:
+    """Graph MiB and the rise of this process's memory during the first call of each function
+    ``three_functions(array, tensor)`` (the notebook's) returns, each built afresh; guarded before
+    anything is built."""
     import pandas as pd
     import tensorflow as tf
 
-    from helpers import timing
-
     guard(estimate_peak("function", array.nbytes), "Embedding the array in a tf.function")
     tensor, x = tf.constant(array), tf.zeros(array.shape)
-    embedded, argument, captured = lesson().three_functions(array, tensor)
-    graphs = {
-        "embedded constant": embedded.get_concrete_function(x),
-        "tensor argument": argument.get_concrete_function(x, tensor),
-        "captured tensor": captured.get_concrete_function(x),
-    }
+    names = ("embedded constant", "tensor argument", "captured tensor")
     rows = []
-    for name, first_call in _first_calls(array).items():
+    for k, name in enumerate(names):
+        function = three_functions(array, tensor)[k]
+        args = (x, tensor) if name == "tensor argument" else (x,)
         with PeakRSS() as peak:
-            seconds = timing.time_once(first_call)
+            function(*args)  # the first call: traces, and embeds the array where it is NumPy
+        graph_bytes = function.get_concrete_function(*args).graph.as_graph_def().ByteSize()
         rows.append(
             {
                 "variant": name,
-                "graph_mib": round(graphs[name].graph.as_graph_def().ByteSize() / MIB, 2),
-                "first_call_ms": round(seconds * 1e3, 1),
+                "graph_mib": round(graph_bytes / MIB, 2),
                 "rss_rise_mib": round(peak.peak_mib),
             }
         )
     return pd.DataFrame(rows).set_index("variant")
 
 
-def dataset_table(array: Any) -> Any:
-    """Graph MiB and the rise of this process's memory (and its ratio to the array) for the
-    notebook's two dataset forms; guarded before anything is built."""
+def dataset_table(forms: dict[str, Any], array: Any) -> Any:
+    """Graph MiB and the rise of this process's memory (and its ratio to the array) for each
+    dataset form (the notebook's ``dataset_inside`` and ``dataset_outside``, by name); guarded
+    before anything is built."""
     import pandas as pd
 
     guard(estimate_peak("dataset", array.nbytes), "from_tensor_slices inside a tf.function")
-    forms = {
-        "inside tf.function": lesson().dataset_inside,
-        "built eagerly": lesson().dataset_outside,
-    }
     rows = []
     for name, build in forms.items():
         with PeakRSS() as peak:
@@ -257,14 +240,16 @@ def check_graph_is_small(graph: Any, limit_bytes: int = 64 * 1024) -> Feedback:
     )
 
 
+def guarded_array(mib: float, kind: str = "function") -> Any:
+    """A ``mib`` MiB float32 array, after the guard has checked that embedding it (``kind``, one of
+    ``PEAK_FACTORS``) fits this machine."""
+    guard(estimate_peak(kind, array_bytes(mib)), f"Embedding a {mib} MiB array ({kind})")
+    return make_array(mib)
+
+
 def _embedded_vs_argument(mib: float = 4) -> dict[str, Any]:
-    array = make_array(mib)
-    guard(estimate_peak("function", array.nbytes), "Embedding the array in a tf.function")
-    variants = _first_calls(array)
-    return {
-        "embedded constant": variants["embedded constant"],
-        "tensor argument": variants["tensor argument"],
-    }
+    variants = lesson().first_calls(guarded_array(mib))  # the notebook's first calls, exported
+    return {name: variants[name] for name in ("embedded constant", "tensor argument")}
 
 
 BENCHMARKS = [

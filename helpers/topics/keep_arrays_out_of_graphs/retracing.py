@@ -1,5 +1,6 @@
-"""Notebook 05's retracing plumbing: TensorFlow's Python warnings captured instead of printed,
-the retracing warning shown once, the exercise check and the bench id.
+"""Notebook 05's retracing plumbing: TensorFlow's Python warnings captured instead of printed
+(around a block, or around each call of a comparison's variants), the exercise check and the
+bench id.
 
 The retracing lesson itself (``tf.function`` with ``reduce_retracing`` and ``input_signature``,
 ``experimental_get_tracing_count``, ``scalar_vs_tensor``) is written in notebook 05's cells.
@@ -13,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from helpers import checks
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
 
@@ -53,23 +53,19 @@ def captured_tf_warnings() -> Iterator[Warnings]:
         logger.propagate = propagate
 
 
-@checks.arguments(calls=checks.whole(1, 10_000))
-def retracing_warning(calls: int = 6) -> str:
-    """Call a fresh ``tf.function`` with ``calls`` new Python ints; return TensorFlow's retracing
-    warning (it warns once per function, so a rerun may get an explanation instead)."""
-    import tensorflow as tf
+def without_warnings(variants: dict[str, Any]) -> dict[str, Any]:
+    """The same variants, each call made inside ``captured_tf_warnings``: for comparisons that
+    retrace on purpose (notebook 05's first calls build new functions every time), so that a
+    widget's output holds the result, not TensorFlow's retracing warning."""
 
-    with captured_tf_warnings() as caught:
-        double = tf.function(lambda v: v * 2)
-        for i in range(calls):
-            double(i)
-    found = [m for m in caught.messages if "retracing" in m]
-    if found:
-        return found[0]
-    return (
-        f"{double.experimental_get_tracing_count()} traces, no warning this time: TensorFlow "
-        "warns once per function. Restart the kernel to see the warning again."
-    )
+    def quiet(fn: Any) -> Any:
+        def call() -> Any:
+            with captured_tf_warnings():
+                return fn()
+
+        return call
+
+    return {name: quiet(fn) for name, fn in variants.items()}
 
 
 def check_no_retracing(fn: Any) -> Feedback:

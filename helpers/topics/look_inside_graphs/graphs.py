@@ -1,4 +1,4 @@
-"""Graphs as tables, the graph exercises' checks, and the eager vs ``tf.function`` comparison's
+"""The graph exercises' checks, and the eager vs ``tf.function`` comparison's
 registration (notebooks 00, 01). The comparison itself is lesson code, written in notebook 00
 and exported to ``helpers.lessons.start_here``. Also the readers of what a compiler made of a
 function (notebook 08): XLA's HLO text, Grappler's optimised graph, recompilations per shape."""
@@ -9,43 +9,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from helpers import checks
 from helpers.comparison import Comparison
 from helpers.exercises import Feedback, correct, not_yet
-
-
-@checks.arguments(start=checks.whole(0))
-def ops_table(graph: Any, start: int = 0) -> Any:
-    """A table of a graph's operations from index ``start``: name, type, inputs, outputs
-    (name, shape, dtype) and the device each op asks for (empty: let TensorFlow choose)."""
-    import pandas as pd
-
-    rows = []
-    for op in graph.get_operations()[start:]:
-        rows.append(
-            {
-                "name": op.name,
-                "type": op.type,
-                "inputs": ", ".join(t.name for t in op.inputs),
-                "outputs": ", ".join(f"{t.name} {t.shape} {t.dtype.name}" for t in op.outputs),
-                "device": op.device,
-            }
-        )
-    return pd.DataFrame(rows, columns=["name", "type", "inputs", "outputs", "device"])
-
-
-@checks.arguments(start=checks.whole(0))
-def op_types(graph: Any, start: int = 0) -> Any:
-    """How many ops of each type a graph holds from index ``start`` on, most common first."""
-    import pandas as pd
-
-    types = pd.Series([op.type for op in graph.get_operations()[start:]], dtype="object")
-    counts = types.value_counts()
-    return (
-        counts.rename_axis("type")
-        .reset_index(name="count")
-        .sort_values(["count", "type"], ascending=[False, True], ignore_index=True)
-    )
 
 
 def check_affine_graph(graph: Any) -> Feedback:
@@ -67,33 +32,56 @@ def check_affine_graph(graph: Any) -> Feedback:
         return not_yet(
             f"the graph is missing {' and '.join(missing)}. Its op types: {sorted(types)}."
         )
+    shapes = {  # what the exercise asks for: x of shape [None, 3], w of shape [3, 2]
+        "x": [op.outputs[0].shape for op in graph.get_operations() if op.type == "Placeholder"],
+        "w": [
+            tf.TensorShape(op.get_attr("shape"))
+            for op in graph.get_operations()
+            if op.type in wanted["a variable w"]
+        ],
+    }
+    for name, want in (("x", [None, 3]), ("w", [3, 2])):
+        if not any(shape.as_list() == want for shape in shapes[name] if shape.rank is not None):
+            got = [str(shape) for shape in shapes[name]]
+            return not_yet(
+                f"{name} must have shape {want}; the graph's {name} has {', '.join(got)}."
+            )
     return correct(
         f"{len(graph.get_operations())} ops; the graph only describes z until a Session runs it."
     )
 
 
-def check_training_step(step: Any, w: Any) -> Feedback:
-    """Exercise (01): calling ``step()`` five times moves ``w`` towards 3.0 and lowers the loss."""
+def check_training_step(step: Any, v: Any) -> Feedback:
+    """Exercise (01): five calls of ``step()`` from ``v = 0`` lower the loss at every call and move
+    ``v`` as five SGD steps of learning rate 0.1 on ``reduce_sum((v - 3)^2)`` do."""
+    import numpy as np
     import tensorflow as tf
 
-    if not isinstance(w, tf.Variable):
-        return not_yet(f"w must be a tf.Variable, got {type(w).__name__}.")
+    if not isinstance(v, tf.Variable):
+        return not_yet(f"v must be a tf.Variable, got {type(v).__name__}.")
     if not hasattr(step, "get_concrete_function"):
         return not_yet("step must be a tf.function (put @tf.function above its def).")
-    given = w.numpy()  # put back afterwards: a check never changes what it is given
-    w.assign(tf.zeros_like(w))
+    given = v.numpy()  # put back afterwards: a check never changes what it is given
+    v.assign(tf.zeros_like(v))
     try:
         losses = [float(step()) for _ in range(5)]
-        reached = w.numpy().round(3)
+        reached = v.numpy()
     except Exception as exc:  # the learner's code
         return not_yet(f"step() raised {type(exc).__name__}: {exc}")
     finally:
-        w.assign(given)
+        v.assign(given)
     if not all(b < a for a, b in zip(losses, losses[1:], strict=False)):
         return not_yet(f"the loss did not fall at every step: {[round(x, 3) for x in losses]}.")
+    want = 3.0 * (1 - 0.8**5)  # each SGD step of 0.1 on the sum: v -> v - 0.1 * 2 (v - 3)
+    if reached.shape != given.shape or not np.allclose(reached, want, atol=1e-3):
+        return not_yet(
+            f"the loss fell, but v reached {reached.round(3)} after five calls from 0, where five "
+            f"SGD steps of learning rate 0.1 reach {want:.3f}: check the loss (a sum), the "
+            "optimizer (SGD) and its learning rate (0.1)."
+        )
     return correct(
-        f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}, starting from w = 0; "
-        f"w reached {reached}."
+        f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}, starting from v = 0; "
+        f"v reached {reached.round(3)}, as five SGD steps of 0.1 do."
     )
 
 

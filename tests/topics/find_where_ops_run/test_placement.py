@@ -128,12 +128,13 @@ def test_diverting_stream():
     assert stream.getvalue() == out.getvalue()  # everything else is delegated
 
 
-def run_fresh(code: str) -> subprocess.CompletedProcess[str]:
+def run_fresh(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
         timeout=180,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
@@ -174,7 +175,8 @@ def test_placement_log_tables_in_a_fresh_process(tmp_path):
 
 
 def test_placement_log_refuses_until_logging_is_on():
-    result = run_fresh("""
+    result = run_fresh(
+        """
         import tensorflow as tf
         from helpers import fdlog
         try:
@@ -186,8 +188,25 @@ def test_placement_log_refuses_until_logging_is_on():
             fdlog.start_logging()
         except RuntimeError as exc:
             print("ERR2", exc)
-    """)
+        import sys
+        print("LATE", file=sys.stderr, flush=True)
+        tf.debugging.set_log_device_placement(True)  # too late: the runtime has started
+        tf.matmul(tf.ones([2, 3]), tf.ones([3, 2]))  # a new op: logged if the switch worked
+        print("TF1", file=sys.stderr, flush=True)
+        g = tf.Graph()
+        with g.as_default():  # a TF1 session reads its own ConfigProto: this one logs
+            y = tf.matmul(tf.ones([1, 2]), tf.ones([2, 1]), name="late_y")
+        config = tf.compat.v1.ConfigProto(log_device_placement=True)
+        tf.compat.v1.Session(graph=g, config=config).run(y)
+    """,
+        env={"TF_CPP_MIN_LOG_LEVEL": "0"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
+    # What notebooks 00, 02 and 04 say: the TF2 switch, turned on after the runtime started, logs
+    # nothing, while placement lines do reach this stream (the TF1 session's, at the same level).
+    late = result.stderr.split("LATE", 1)[1].split("TF1", 1)
+    assert "device:CPU:0" not in late[0], late[0][-2000:]
+    assert "late_y" in late[1] and "device:CPU:0" in late[1], late[1][-2000:]
     first, second = [line for line in result.stdout.splitlines() if line.startswith("ERR")]
     assert "call tf.debugging.set_log_device_placement(True) before any other" in first
     assert "restart the kernel" not in first

@@ -18,18 +18,6 @@ def tf1_affine_graph():
     return g, z
 
 
-def test_ops_table_and_op_types():
-    g, z = tf1_affine_graph()
-    table = graphs.ops_table(g)
-    assert list(table.columns) == ["name", "type", "inputs", "outputs", "device"]
-    row = table.set_index("name").loc["x"]
-    assert row["type"] == "Placeholder" and "(None, 3) float32" in row["outputs"]
-    types = graphs.op_types(g)
-    assert types.iloc[0]["count"] >= types.iloc[-1]["count"]
-    assert int(types.set_index("type").loc["MatMul", "count"]) == 1
-    assert len(graphs.ops_table(g, start=len(g.get_operations()))) == 0
-
-
 def test_check_affine_graph():
     import tensorflow as tf
 

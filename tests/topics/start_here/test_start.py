@@ -66,29 +66,49 @@ def test_check_warmup():
 
 
 def test_forcing_summary_reads_each_mode():
+    def runs(median):  # seconds of 5 calls around a median
+        return [median * f for f in (0.9, 0.95, 1.0, 1.05, 1.1)]
+
     text = start.forcing_summary(
         {
-            "synchronous, not forced": 0.18,
-            "synchronous, forced": 0.22,
-            "asynchronous, not forced": 0.0002,
-            "asynchronous, forced": 0.14,
+            "synchronous, not forced": runs(0.21),
+            "synchronous, forced": runs(0.22),
+            "asynchronous, not forced": runs(0.0002),
+            "asynchronous, forced": runs(0.14),
         }
     )
     sync, asynchronous = text.splitlines()
     assert sync.startswith(
-        "Synchronous: not forced 180.00 ms, forced 220.00 ms "
-        "(the early clock read 81.8% of the forced one): "
+        "Synchronous: not forced 210.00 ms, forced 220.00 ms "
+        "(the early clock read 95.5% of the forced one; 5 calls each): "
         "the call returned when its work"
     )
+    assert sync.endswith("(the two clocks' middle halves overlap).")
     assert (
-        "(the early clock read 0.1% of the forced one): "
+        "(the early clock read 0.1% of the forced one; 5 calls each): "
         "the early clock measured little more than handing" in asynchronous
     )
     assert "missed part of the work" in start.forcing_summary(
         {
-            "synchronous, not forced": 0.03,
-            "synchronous, forced": 0.1,
-            "asynchronous, not forced": 0.0,
-            "asynchronous, forced": 0.0,
+            "synchronous, not forced": runs(0.03),
+            "synchronous, forced": runs(0.1),
+            "asynchronous, not forced": runs(0.0),
+            "asynchronous, forced": runs(0.0),
         }
     )
+
+
+def test_forcing_summary_says_when_the_early_clock_read_longer():
+    # 00's saved run once read 37 ms early against 31 ms forced: not the forcing, the moment
+    text = start.forcing_summary(
+        {
+            "synchronous, not forced": [0.036, 0.037, 0.0372, 0.038, 0.039],
+            "synchronous, forced": [0.030, 0.031, 0.0314, 0.032, 0.033],
+            "asynchronous, not forced": [0.0001] * 3,
+            "asynchronous, forced": [0.03] * 3,
+        }
+    )
+    sync = text.splitlines()[0]
+    assert "read 118.5% of the forced one" in sync
+    assert "outside the forced clock's quartiles 31.00 ms-32.00 ms" in sync
+    assert "not the forcing but the moment" in sync
