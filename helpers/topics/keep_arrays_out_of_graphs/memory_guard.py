@@ -21,10 +21,10 @@ from helpers.checks import BadType, whole_number
 MIB = 2**20
 #: Refuse a demo whose estimated peak is above this fraction of the available memory.
 SAFE_FRACTION = 0.5
-#: Peak RSS per byte on TF 2.21 (x86-64 Linux), with a margin over what was measured: in notebook
-#: 05's saved run (2026-11-28) a TF1 graph peaked at 4.1x its GraphDef in a fresh process, a
-#: tf.function embedding an array raised the kernel's memory by 15x the array, and
-#: from_tensor_slices inside a tf.function by 8.8x (earlier runs: about 3x, 14x and 16x).
+#: Peak RSS per byte on TF 2.21 (x86-64 Linux), with a margin over what was measured in notebook
+#: 05's saved runs (2026-11-28 and -29): a TF1 graph peaked at 4.1x its GraphDef in a fresh process,
+#: a tf.function embedding an array raised the kernel's memory by 15x to 16x the array, and
+#: from_tensor_slices inside a tf.function by 8.8x to 15x (earlier notes: about 3x, 14x and 16x).
 PEAK_FACTORS = {"tf1_graph": 6.0, "function": 20.0, "dataset": 20.0}
 
 

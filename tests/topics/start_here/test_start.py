@@ -98,17 +98,20 @@ def test_forcing_summary_reads_each_mode():
     )
 
 
-def test_forcing_summary_says_when_the_early_clock_read_longer():
+def _sync_line(early, forced):
+    """The synchronous line of forcing_summary for these calls (the asynchronous clocks fixed)."""
+    clocks = {"synchronous, not forced": early, "synchronous, forced": forced}
+    clocks |= {"asynchronous, not forced": [0.0001] * 3, "asynchronous, forced": [0.03] * 3}
+    return start.forcing_summary(clocks).splitlines()[0]
+
+
+def test_forcing_summary_reads_the_quartiles_when_the_clocks_part():
+    forced = [0.030, 0.031, 0.0314, 0.032, 0.033]
     # 00's saved run once read 37 ms early against 31 ms forced: not the forcing, the moment
-    text = start.forcing_summary(
-        {
-            "synchronous, not forced": [0.036, 0.037, 0.0372, 0.038, 0.039],
-            "synchronous, forced": [0.030, 0.031, 0.0314, 0.032, 0.033],
-            "asynchronous, not forced": [0.0001] * 3,
-            "asynchronous, forced": [0.03] * 3,
-        }
-    )
-    sync = text.splitlines()[0]
-    assert "read 118.5% of the forced one" in sync
-    assert "outside the forced clock's quartiles 31.00 ms-32.00 ms" in sync
-    assert "not the forcing but the moment" in sync
+    longer = _sync_line([0.036, 0.037, 0.0372, 0.038, 0.039], forced)
+    assert "read 118.5% of the forced one" in longer
+    assert "outside the forced clock's quartiles 31.00 ms-32.00 ms" in longer
+    assert "not the forcing but the moment" in longer
+    shorter = _sync_line([0.018, 0.019, 0.0192, 0.020, 0.021], forced)
+    assert "read 61.1% of the forced one" in shorter
+    assert "outside the forced clock's quartiles" in shorter and "hid the mistake" not in shorter
