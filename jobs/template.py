@@ -1,7 +1,16 @@
 """A job for the workbook's tuner: copy this file, fill in the two functions, then run
     .venv/bin/python -m helpers.tune my_job.py --budget 10m
 or point notebook 16 (16_tune_your_own_job.ipynb) at it. Each trial imports this file in a fresh
-process, so keep module level cheap: build things inside the functions.
+process, so keep module level cheap: build things inside the functions. That process runs the
+workbook's Python (.venv: TensorFlow, Keras, NumPy and what the workbook installs; add your own
+packages there) with the workbook's folder as its working directory, so open your data files by
+absolute paths or relative to this file (Path(__file__).parent / "data.npz"), not to where you
+started Python.
+
+What the trials keep of your job: the model, the dataset, the loss, the optimizer and the batch
+size, compiled and trained with model.fit (verbose=0, shuffle=False: shuffle in the dataset).
+They leave out your metrics, callbacks, validation data and a custom training loop; tune those
+parts of your script by hand once the report says which settings paid.
 
 Required
     make_model(**MODEL_CHOICES) -> keras.Model

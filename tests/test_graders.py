@@ -1608,13 +1608,20 @@ def _contract_answers():
             ("unbatched", lambda b: pairs(), False, "batches of"),
             ("raises", raises, False, "RuntimeError"),
             ("not-a-function", "pairs", False, "must be a function"),
+            ("repeated", lambda b: pairs().batch(b).repeat(), False, "no .repeat()"),
+            (
+                "dict inputs",
+                lambda b: tf.data.Dataset.from_tensor_slices(({"x": features}, labels)).batch(b),
+                False,
+                "not (inputs, targets) arrays",
+            ),
         ],
     )
 
 
 @pytest.mark.parametrize(
     "row",
-    range(11),
+    range(13),
     ids=[
         "stub",
         "solution",
@@ -1627,6 +1634,8 @@ def _contract_answers():
         "unbatched",
         "raises",
         "not-a-function",
+        "repeated",
+        "dict-inputs",
     ],
 )
 def test_make_dataset_contract_grader(row):

@@ -85,7 +85,7 @@ try:
     model = jobfile.model(job, **s.get("model", {}))
     optimizer, loss = jobfile.optimizer_and_loss(job)  # checked: a Keras optimizer, a loss Keras knows
     model.compile(optimizer=optimizer, loss=loss,
-                  jit_compile=s.get("jit_compile", False),  # XLA
+                  jit_compile=s.get("jit_compile", "auto"),  # XLA; "auto", Keras's default, is off on a CPU
                   steps_per_execution=s.get("steps_per_execution", 1))  # steps per call
     batch_size = s.get("batch_size", jobfile.settings_of(job)["batch_sizes"][0])
     dataset = jobfile.dataset(job, batch_size, **s.get("dataset", {})).repeat()

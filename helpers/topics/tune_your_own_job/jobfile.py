@@ -203,20 +203,32 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
     job = ModuleType("exercise")
     job.make_dataset = fn
     for batch_size in (32, 50):
-        try:
-            batches = list(dataset(job, batch_size))
+        whole = -(-len(features) // batch_size)  # the batches of one pass over the examples
+        try:  # one batch more than a pass, at most: a .repeat() would never end
+            batches = list(dataset(job, batch_size).take(whole + 1))
         except JobError as exc:
             return not_yet(str(exc))
         except Exception as exc:  # noqa: BLE001 - reading the dataset failed
             return not_yet(f"reading make_dataset({batch_size}) raised {type(exc).__name__}: {exc}")
-        sizes = [int(np.shape(b[0])[0]) for b in batches]
+        try:
+            sizes = [int(np.shape(b[0])[0]) for b in batches]
+        except (IndexError, TypeError, ValueError) as exc:  # a dict or a scalar as inputs
+            return not_yet(f"the batches are not (inputs, targets) arrays: {type(exc).__name__}")
         if not sizes or any(n != batch_size for n in sizes[:-1]) or sizes[-1] > batch_size:
             return not_yet(
                 f"make_dataset({batch_size}) gave batches of {sorted(set(sizes))} examples, "
                 f"not {batch_size}"
             )
-        inputs = np.concatenate([np.asarray(b[0]) for b in batches])
-        targets = np.concatenate([np.asarray(b[1]) for b in batches])
+        if len(batches) > whole:
+            return not_yet(
+                f"make_dataset({batch_size}) gave more than the {whole} batches of one pass: "
+                "hold each example once (no .repeat(): the trials repeat it themselves)"
+            )
+        try:
+            inputs = np.concatenate([np.asarray(b[0]) for b in batches])
+            targets = np.concatenate([np.asarray(b[1]) for b in batches])
+        except Exception as exc:  # noqa: BLE001 - batches of another shape or kind
+            return not_yet(f"the batches are not (inputs, targets) arrays: {type(exc).__name__}")
         if inputs.shape != np.shape(features) or targets.shape != np.shape(labels):
             return not_yet(
                 f"the batches hold inputs {inputs.shape} and targets {targets.shape}, "

@@ -71,8 +71,9 @@ def plan(
             "tf.data options",
             {"data_options": True},
             code=(
-                "options.deterministic = False; "
-                "options.experimental_optimization.map_parallelization = True"
+                "options = tf.data.Options(); options.deterministic = False; "
+                "options.experimental_optimization.map_parallelization = True; "
+                "dataset = dataset.with_options(options)"
             ),
         ),
         Trial("XLA", {"jit_compile": True}, code="model.compile(..., jit_compile=True)"),
