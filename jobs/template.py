@@ -1,16 +1,19 @@
 """A job for the workbook's tuner: copy this file, fill in the two functions, then run
     .venv/bin/python -m helpers.tune my_job.py --budget 10m
 or point notebook 16 (16_tune_your_own_job.ipynb) at it. Each trial imports this file in a fresh
-process, so keep module level cheap: build things inside the functions. That process runs the
-workbook's Python (.venv: TensorFlow, Keras, NumPy and what the workbook installs; add your own
-packages there) with the workbook's folder as its working directory, so open your data files by
-absolute paths or relative to this file (Path(__file__).parent / "data.npz"), not to where you
-started Python.
+process, so keep module level cheap: build things inside the functions, but import at the top
+what they need (this file's folder is on the import path only while the file is imported). That
+process runs the Python that started the tuner (the workbook's .venv when you run it as above: add
+your own packages there), in the workbook's folder, and notebook 16 reads the file from
+notebooks/: open your data files by absolute paths or relative to this file
+(Path(__file__).parent / "data.npz"), never relative to where Python started.
 
 What the trials keep of your job: the model, the dataset, the loss, the optimizer and the batch
-size, compiled and trained with model.fit (verbose=0, shuffle=False: shuffle in the dataset).
-They leave out your metrics, callbacks, validation data and a custom training loop; tune those
-parts of your script by hand once the report says which settings paid.
+size, compiled and trained with model.fit (verbose=0) for STEPS steps per timed epoch of the
+repeated dataset. Each trial sets its own dtype policy (float32, or mixed_bfloat16) after
+importing this file, replacing one the file sets, and fixes the seed
+(keras.utils.set_random_seed(0)). They leave out your metrics, callbacks, validation data and a
+custom training loop; tune those parts of your script by hand once the report says what paid.
 
 Required
     make_model(**MODEL_CHOICES) -> keras.Model

@@ -99,7 +99,7 @@ def plan(
             f"threads {cores} intra, 1 inter",
             {"threads": [cores, 1]},
             code=f"tf.config.threading.set_intra_op_parallelism_threads({cores}); "
-            "tf.config.threading.set_inter_op_parallelism_threads(1)",
+            "tf.config.threading.set_inter_op_parallelism_threads(1)  # before any op runs",
         )
     )
     flip = "0" if onednn else "1"
