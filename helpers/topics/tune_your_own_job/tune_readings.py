@@ -53,7 +53,12 @@ def head_to_head_reading(frame: Any) -> str:
     t = frame.attrs["timings"]
     rate = {name: (x.items / x.median, x.items / x.q3, x.items / x.q1) for name, x in t.items()}
     (mine, mine_lo, mine_hi), (theirs, theirs_lo, theirs_hi) = rate[COMBINED], rate[HAND[1]]
-    naive, own = rate[HAND[0]][0], rate[BASELINE][0]
+    (naive, naive_lo, naive_hi), (own, own_lo, own_hi) = rate[HAND[0]], rate[BASELINE]
+    starts = (  # the two starts' ranges: does this run tell them apart?
+        "within their quartile ranges, which overlap"
+        if own_lo <= naive_hi and naive_lo <= own_hi
+        else "outside each other's quartile ranges"
+    )
     who = (
         "the tuner's settings"
         if frame.attrs.get("changed", True)
@@ -75,7 +80,7 @@ def head_to_head_reading(frame: Any) -> str:
         "Over its own start, the job as "
         f"model.fit runs it ({own:,.0f}/s), the tuner gained {mine / own:.2f}x: "
         "model.fit runs the naive job "
-        f"{own / naive:.2f}x as fast as the capstone's own loop, "
+        f"{own / naive:.2f}x as fast as the capstone's own loop here ({starts}), "
         "so gains over different starts do not compare."
     )
 
