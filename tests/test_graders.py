@@ -718,9 +718,16 @@ TF_CONFIGS = [
         "a dict, not JSON text",
         {"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}},
         False,
-        "must be a JSON string",
+        "json.dumps",
     ),
     ("Python's repr", str({"cluster": {"worker": HOSTS}}), False, "must be a JSON string"),
+    (
+        "index 2.0",
+        json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2.0}}),
+        False,
+        "a whole number",
+    ),
+    ("nested too deep for json", "[" * 100_000, False, "must be a JSON string: RecursionError"),
     (
         "two workers listed",
         json.dumps({"cluster": {"worker": HOSTS[:2]}, "task": {"type": "worker", "index": 1}}),
@@ -831,6 +838,29 @@ def _tf_softmax_then_cast():
         keras.mixed_precision.set_global_policy("float32")
 
 
+def _mixed_sequential(mixed, float32, hidden_dtype=None):
+    """``Input``, a hidden ``Dense(16)`` (of ``hidden_dtype``), then ``mixed(keras)``'s layers
+    built under mixed_bfloat16 and ``float32(keras)``'s after them."""
+    import keras
+
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        hidden = keras.layers.Dense(16, activation="relu", dtype=hidden_dtype)
+        layers = [keras.Input((8,)), hidden, *mixed(keras)]
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    return keras.Sequential(layers + float32(keras))
+
+
+def _two_outputs():
+    import keras
+
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(16, dtype="mixed_bfloat16")(inputs)
+    heads = [keras.layers.Dense(3, activation="softmax", dtype="float32")(hidden)]
+    return keras.Model(inputs, heads + [keras.layers.Dense(2, dtype="float32")(hidden)])
+
+
 FLOAT32_OUTPUT = [
     (
         "stub",
@@ -838,18 +868,23 @@ FLOAT32_OUTPUT = [
         False,
         "the model's output is <dtype: 'bfloat16'>: give its last layer dtype='float32'",
     ),
-    ("solution", lambda: _classifier("mixed_bfloat16", "float32"), True, "the output is float32"),
+    (
+        "solution",
+        lambda: _classifier("mixed_bfloat16", "float32"),
+        True,
+        "the softmax and the output in float32",
+    ),
     (
         "a float32 Activation layer",
         lambda: _classifier("mixed_bfloat16", softmax_layer=True),
         True,
-        "the output is float32",
+        "the softmax and the output in float32",
     ),
     (
         "mixed_float16",
         lambda: _classifier("mixed_float16", "float32"),
         True,
-        "the output is float32",
+        "the softmax and the output in float32",
     ),
     (
         "a float32 layer after a bfloat16 softmax",
@@ -875,8 +910,34 @@ FLOAT32_OUTPUT = [
         "all float32 (no mixed precision)",
         lambda: _classifier("float32"),
         False,
-        "no layer computes in bfloat16",
+        "no layer with weights computes in bfloat16",
     ),
+    (
+        "a bfloat16 Lambda softmax before a float32 layer",
+        lambda: _mixed_sequential(
+            lambda k: [k.layers.Dense(3), k.layers.Lambda(k.ops.softmax)],
+            lambda k: [k.layers.Activation("linear", dtype="float32")],
+        ),
+        False,
+        "layer 'lambda' computes its softmax in bfloat16",
+    ),
+    (
+        "only a Dropout in bfloat16, the Dense layers in float32",
+        lambda: _mixed_sequential(
+            lambda k: [k.layers.Dropout(0.1)],
+            lambda k: [k.layers.Dense(3, activation="softmax", dtype="float32")],
+            hidden_dtype="float32",
+        ),
+        False,
+        "no layer with weights computes in bfloat16",
+    ),
+    (
+        "the softmax dropped",
+        lambda: _mixed_sequential(lambda k: [], lambda k: [k.layers.Dense(3, dtype="float32")]),
+        False,
+        "do not sum to 1",
+    ),
+    ("two outputs", lambda: _two_outputs(), False, "one input and one output; yours has 1 and 2"),
     (
         "a layer, not a model",
         lambda: __import__("keras").layers.Dense(3),
@@ -940,21 +1001,34 @@ def _scaled_step_answers():
     def raises(w, x, optimizer):
         raise RuntimeError("not yet")
 
+    @tf.function
+    def compiled(w, x, optimizer):  # the solution as a tf.function, as the notebook's own step is
+        with tf.GradientTape() as tape:
+            scaled_loss = optimizer.scale_loss(tf.reduce_mean(tf.cast(w, tf.float16) * x))
+        optimizer.apply(tape.gradient(scaled_loss, [w]), [w])
+
+    def never_applies(w, x, optimizer):  # a mistake: the gradient is computed and dropped
+        with tf.GradientTape() as tape:
+            scaled_loss = optimizer.scale_loss(tf.reduce_mean(tf.cast(w, tf.float16) * x))
+        tape.gradient(scaled_loss, [w])
+
     return [
-        ("stub", stub, False, "underflowed; scale the loss"),
+        ("stub", stub, False, "underflows unless the loss is scaled"),
         ("scaled but not unscaled", scaled_but_not_unscaled, False, "expected 0.0100"),
         ("not a function", None, False, "pass your step function"),
-        ("solution", solution, True, "survived float16"),
-        ("scaled by hand", by_hand, True, "survived float16"),
-        ("apply_gradients", with_apply_gradients, True, "survived float16"),
-        ("scaled outside the tape", scaled_outside_the_tape, False, "underflowed; scale the loss"),
+        ("solution", solution, True, "w moved by SGD's update"),
+        ("scaled by hand", by_hand, True, "w moved by SGD's update"),
+        ("apply_gradients", with_apply_gradients, True, "w moved by SGD's update"),
+        ("scaled outside the tape", scaled_outside_the_tape, False, "underflows unless"),
         ("raises", raises, False, "calling your function raised RuntimeError"),
+        ("a tf.function", compiled, True, "w moved by SGD's update"),
+        ("never applies", never_applies, False, "did the step apply the gradient?"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(8),
+    range(10),
     ids=[
         "stub",
         "not-unscaled",
@@ -964,6 +1038,8 @@ def _scaled_step_answers():
         "apply_gradients",
         "outside-tape",
         "raises",
+        "tf-function",
+        "never-applies",
     ],
 )
 def test_scaled_step_grader(row):

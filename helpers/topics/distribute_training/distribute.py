@@ -168,43 +168,63 @@ def cluster_summary(table: Any) -> str:
 
 
 def check_mirrored(strategy: Any) -> Feedback:
-    """Exercise check: a two-device ``MirroredStrategy`` that all-reduces with
-    ``HierarchicalCopyAllReduce``."""
+    """Exercise check: a ``MirroredStrategy`` over the two logical CPUs that all-reduces with
+    ``HierarchicalCopyAllReduce``, whose replicas still agree exactly after three steps."""
     import tensorflow as tf
 
     if not isinstance(strategy, tf.distribute.MirroredStrategy):
-        return not_yet(f"make a tf.distribute.MirroredStrategy, got {type(strategy).__name__}")
+        hint = (
+            " (the TF1 class; use tf.distribute.MirroredStrategy)"
+            if "V1" in type(strategy).__name__
+            else ""
+        )
+        return not_yet(
+            f"make a tf.distribute.MirroredStrategy, got {type(strategy).__name__}{hint}"
+        )
     if strategy.num_replicas_in_sync != 2:
         return not_yet(
             f"it has {strategy.num_replicas_in_sync} replicas; give it the two logical CPUs"
         )
-    if (
-        ops := type(strategy.extended._cross_device_ops).__name__
-    ) != "HierarchicalCopyAllReduce":  # no public accessor
-        return not_yet(f"its cross-device ops are {ops}, not HierarchicalCopyAllReduce")
+    devices = [tf.DeviceSpec.from_string(d).device_type for d in strategy.extended.worker_devices]
+    if devices != ["CPU", "CPU"]:
+        return not_yet(f"its devices are {devices}; give it the two logical CPUs")
+    try:
+        ops = type(strategy.extended._cross_device_ops).__name__  # no public accessor
+    except AttributeError:  # a TensorFlow that renamed it
+        ops = "unknown"
+    if ops != "HierarchicalCopyAllReduce":  # the default when none is given: CollectiveAllReduce
+        return not_yet(
+            f"its cross-device ops are {ops}, not HierarchicalCopyAllReduce: pass "
+            "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce()"
+        )
     try:
         _, variables = lesson().train(strategy, *make_data(3 * 16), global_batch=16)
+        copies = [c.numpy() for c in strategy.experimental_local_results(variables["w"])]
+        spread = float(max(abs(c - copies[0]).max() for c in copies))
     except Exception as exc:  # the learner's strategy: report, don't crash the notebook
         return not_yet(f"training with it raised {type(exc).__name__}: {exc}")
-    copies = [c.numpy() for c in strategy.experimental_local_results(variables["w"])]
-    spread = float(max(abs(c - copies[0]).max() for c in copies))
-    return correct(f"2 replicas, hierarchical copy; after 3 steps the replicas differ by {spread}")
+    if spread != 0:
+        return not_yet(f"after 3 steps its replicas differ by {spread}: they should agree exactly")
+    return correct("2 replicas, hierarchical copy; after 3 steps the replicas agree exactly")
 
 
 def check_tf_config(text: Any) -> Feedback:
     """Exercise check: ``TF_CONFIG`` for worker 2 of three workers on host-a, host-b and
     host-c, port 2222 each."""
+    if isinstance(text, dict):
+        return not_yet("TF_CONFIG must be a JSON string: turn your dict into one with json.dumps")
     try:
         config = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        return not_yet(f"TF_CONFIG must be a JSON string: {exc}")
+    except Exception as exc:  # the learner's text: not a string, not JSON, nested too deep, ...
+        return not_yet(f"TF_CONFIG must be a JSON string: {type(exc).__name__}: {exc}")
     want = ["host-a:2222", "host-b:2222", "host-c:2222"]
     if not isinstance(config, dict) or config.get("cluster") != {"worker": want}:
         got = config.get("cluster") if isinstance(config, dict) else config
         return not_yet(f"its cluster should be {{'worker': {want}}}, got {got!r}")
-    if config.get("task") != {"type": "worker", "index": 2}:
+    task = config.get("task")
+    if task != {"type": "worker", "index": 2} or type(task["index"]) is not int:
         return not_yet(
-            f"its task should be worker 2 (index 2, counted from 0), got {config.get('task')}"
+            f"its task should be worker 2 (index 2, a whole number counted from 0), got {task}"
         )
     return correct("the third host's TF_CONFIG; the other two differ only in their index")
 

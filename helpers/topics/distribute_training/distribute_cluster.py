@@ -87,12 +87,15 @@ def wait_for_step(running: Any, task: str, step: int, timeout: float = 120.0) ->
 
 def resume_table(first: Mapping[str, Any], second: Mapping[str, Any]) -> Any:
     """A killed run and its restart, from their tasks' rows: the step each run restored, the
-    first and last step it trained (across its workers), and the checkpoint it restored."""
+    first and last step it trained (across its workers), and the checkpoint it restored (as the
+    first task by name, worker:0, reported them)."""
     import pandas as pd
 
     rows = {}
     for name, results in (("run 1", first), ("run 2", second)):
-        events = [row for result in results.values() for row in result.rows]
+        events = [
+            row for _, result in sorted(results.items()) for row in result.rows
+        ]  # worker:0 first
         starts = [row for row in events if row.get("event") == "start"]
         steps = [row["step"] for row in events if row.get("event") == "step"]
         if not starts or not steps:

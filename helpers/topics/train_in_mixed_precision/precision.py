@@ -62,11 +62,13 @@ def make_images(n: int, size: int = 56, classes: int = 10, seed: int = 0) -> tup
 
 
 def bf16_support(cpuinfo: str | None = None) -> dict[str, bool]:
-    """Which of ``BF16_FLAGS`` this CPU reports, and ``native``: any of them (``env.bf16_kernels``
-    says whether TensorFlow's kernels use them: that also takes oneDNN)."""
+    """Which bfloat16 instructions this CPU reports: AVX512_BF16 and AMX_BF16 on x86, the BF16
+    extension on ARM. Having them is not using them: ``env.bf16_kernels`` (``bf16_note``) says
+    whether TensorFlow's kernels do, which also takes oneDNN."""
     flags = env.cpu_flags(cpuinfo)
-    found = {flag: flag in flags for flag in BF16_FLAGS}
-    return {**found, "native": any(found.values())}
+    if "asimd" in flags:  # aarch64
+        return {"bf16": "bf16" in flags}
+    return {flag: flag in flags for flag in BF16_FLAGS}
 
 
 def bf16_note(cpuinfo: str | None = None, onednn: bool | None = None) -> str:

@@ -1,5 +1,6 @@
 """Notebook 12's exercise checks: a model whose hidden layers compute in 16 bits with a float32
-output, and a training step whose loss scaling keeps a float16 gradient from underflowing.
+softmax and output, and a training step whose loss scaling keeps a float16 gradient from
+underflowing.
 
 ``helpers.topics.train_in_mixed_precision.precision`` re-exports both for the notebook.
 """
@@ -13,40 +14,64 @@ from helpers.exercises import Feedback, correct, not_yet
 
 
 def check_float32_output(model: Any) -> Feedback:
-    """Exercise check: a model whose hidden layers compute in a 16-bit dtype and whose output is
-    float32."""
+    """Exercise check: a model whose hidden layers with weights compute in a 16-bit dtype, whose
+    output is float32 probabilities, and whose softmax is not computed in 16 bits. The softmax is
+    found by what a layer returns, not by its name: the last 16-bit layer must not already return
+    rows that sum to 1 (a float32 layer after it would only cast a rounded softmax)."""
     import keras
     import numpy as np
 
     if not isinstance(model, keras.Model):
         return not_yet(f"pass a keras.Model, got {type(model).__name__}")
-    low = [layer.name for layer in model.layers if layer.compute_dtype in ("bfloat16", "float16")]
-    if not low:
+    low = [layer for layer in model.layers if layer.compute_dtype in ("bfloat16", "float16")]
+    if not any(layer.weights for layer in low):
         return not_yet(
-            "no layer computes in bfloat16 or float16: build the model under mixed_bfloat16"
+            "no layer with weights computes in bfloat16 or float16: build the hidden layer "
+            "under mixed_bfloat16"
         )
     try:
-        output = model(np.zeros((1, *model.input_shape[1:]), "float32"))
-    except Exception as exc:  # the learner's model
-        return not_yet(f"calling your model raised {type(exc).__name__}: {exc}")
-    if output.dtype != "float32":
-        return not_yet(f"the model's output is {output.dtype}: give its last layer dtype='float32'")
-    rounded = [layer for layer in model.layers if layer.name in low and _applies_softmax(layer)]
-    if rounded:  # a float32 layer after it casts a softmax already rounded to 16 bits
+        if len(model.inputs) != 1 or len(model.outputs) != 1:
+            return not_yet(
+                f"the exercise's model has one input and one output; yours has "
+                f"{len(model.inputs)} and {len(model.outputs)}"
+            )
+        inputs = np.random.default_rng(0).normal(size=(4, *model.input_shape[1:]))
+        probe = keras.Model(
+            model.inputs[0], [layer.output for layer in model.layers] + model.outputs
+        )
+        *outputs, output = probe(inputs.astype("float32"))
+        dtype = output.dtype
+    except Exception as exc:  # the learner's model: unbuilt, reused layers, ...
         return not_yet(
-            f"layer {rounded[0].name!r} computes its softmax in {rounded[0].compute_dtype}: "
-            "the output is float32 only after it; give the layer with the softmax dtype='float32'"
+            f"calling your model layer by layer raised {type(exc).__name__}: {exc} "
+            "(build it with keras.Input, each layer used once)"
+        )
+    if dtype != "float32":
+        return not_yet(f"the model's output is {dtype}: give its last layer dtype='float32'")
+    if not _probabilities(output):
+        return not_yet("the output rows do not sum to 1: keep the softmax, computed in float32")
+    last_low = max(model.layers.index(layer) for layer in low)
+    if _probabilities(outputs[last_low]):  # a float32 layer after it casts a rounded softmax
+        layer = model.layers[last_low]
+        return not_yet(
+            f"layer {layer.name!r} computes its softmax in {layer.compute_dtype}: the output is "
+            "float32 only after it; give the layer with the softmax dtype='float32'"
         )
     return correct(
-        f"{len(low)} of {len(model.layers)} layers compute in 16 bits, the output is float32"
+        f"{len(low)} of {len(model.layers)} layers compute in 16 bits, the softmax and the "
+        "output in float32"
     )
 
 
-def _applies_softmax(layer: Any) -> bool:
-    """Whether ``layer`` applies a softmax: its activation (Dense, Activation; Keras' softmax, or
-    TensorFlow's ``tf.nn.softmax``, whose function is ``softmax_v2``) or its kind."""
-    activation = getattr(layer, "activation", None)
-    return type(layer).__name__ == "Softmax" or "softmax" in getattr(activation, "__name__", "")
+def _probabilities(tensor: Any) -> bool:
+    """Whether every row of ``tensor`` (last axis wider than 1) is non-negative and sums to 1
+    within 16-bit rounding."""
+    import numpy as np
+
+    values = np.asarray(tensor, dtype="float64")
+    if values.ndim < 2 or values.shape[-1] < 2:
+        return False
+    return bool((values >= 0).all() and np.allclose(values.sum(axis=-1), 1.0, atol=2e-2))
 
 
 def check_scaled_step(step: Callable[..., Any]) -> Feedback:
@@ -61,6 +86,9 @@ def check_scaled_step(step: Callable[..., Any]) -> Feedback:
     for value in (1e-5, 0.5):  # an underflowing gradient, and an ordinary one
         w = tf.Variable(1.0)
         optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(learning_rate=1000.0))
+        optimizer.build(
+            [w]
+        )  # its variables exist before the call: a tf.function step may trace again
         try:
             step(w, tf.fill([1024], tf.constant(value, tf.float16)), optimizer)
         except Exception as exc:  # the learner's code
@@ -70,8 +98,15 @@ def check_scaled_step(step: Callable[..., Any]) -> Feedback:
             1000.0 * float(np.float16(value)),
         )  # SGD: w -= lr * mean(x)
         if not np.isclose(moved, expected, rtol=0.02):
-            hint = ": the float16 gradient underflowed; scale the loss" if moved == 0 else ""
+            hint = (
+                ": did the step apply the gradient? In float16 it underflows unless the loss "
+                "is scaled"
+                if moved == 0
+                else ""
+            )
             return not_yet(
                 f"with x = {value:g}, w moved by {moved:.6g}, expected {expected:.6g}{hint}"
             )
-    return correct("the scaled gradient survived float16 and the optimizer unscaled it")
+    return correct(
+        "w moved by SGD's update both for a gradient too small for float16 and for an ordinary one"
+    )

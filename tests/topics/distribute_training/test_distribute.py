@@ -254,7 +254,14 @@ MIRRORED = [
         "the default all-reduce (the warned mistake)",
         "tf.distribute.MirroredStrategy(two)",
         False,
-        "not HierarchicalCopyAllReduce",
+        "CollectiveAllReduce, not HierarchicalCopyAllReduce: pass cross_device_ops",
+    ),
+    (
+        "the TF1 class",
+        "tf.compat.v1.distribute.MirroredStrategy(two, "
+        "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())",
+        False,
+        "the TF1 class",
     ),
     (
         "ReductionToOneDevice",

@@ -50,12 +50,13 @@ def test_bf16_support_reads_the_flags(monkeypatch):
     monkeypatch.delenv(
         "ONEDNN_MAX_CPU_ISA", raising=False
     )  # a cap in the caller's shell would change the verdict
-    assert precision.bf16_support(CPUINFO_BF16) == {
-        "avx512_bf16": True,
-        "amx_bf16": True,
-        "native": True,
-    }
-    assert precision.bf16_support(CPUINFO_AVX2)["native"] is False
+    assert precision.bf16_support(CPUINFO_BF16) == {"avx512_bf16": True, "amx_bf16": True}
+    assert precision.bf16_support(CPUINFO_AVX2) == {"avx512_bf16": False, "amx_bf16": False}
+    arm = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes sha2 crc32 atomics i8mm bf16 sve\n"
+    assert precision.bf16_support(arm) == {"bf16": True}
+    assert precision.bf16_support(arm.replace(" bf16", "")) == {"bf16": False}
+    # having the instructions is not using them: with oneDNN off the note says emulated
+    assert "oneDNN is off" in precision.bf16_note(CPUINFO_BF16, onednn=False)
     assert "in hardware (AVX512_BF16, AMX_BF16)" in precision.bf16_note(CPUINFO_BF16, onednn=True)
     assert "slower than float32" in precision.bf16_note(CPUINFO_AVX2, onednn=True)
 
