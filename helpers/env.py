@@ -112,7 +112,7 @@ def bf16_kernels(
     slower = "mixed_bfloat16 is emulated here: expect it slower than float32"
     if not have and {"asimd", "bf16"} <= cpu_flags(cpuinfo):  # aarch64 with Armv8.6 BF16
         why = "this ARM CPU has BF16 instructions; whether TensorFlow's aarch64 build uses them "
-        return None, why + "for mixed_bfloat16 depends on the build (oneDNN with ACL): not run here"
+        return None, why + "depends on the build (oneDNN with ACL): not run for the workbook"
     if not have:
         return (
             False,

@@ -729,6 +729,12 @@ TF_CONFIGS = [
     ),
     ("nested too deep for json", "[" * 100_000, False, "must be a JSON string: RecursionError"),
     (
+        "bytes, not str",
+        json.dumps({"cluster": {"worker": HOSTS}, "task": {"type": "worker", "index": 2}}).encode(),
+        False,
+        "must be a JSON string (str), got bytes",
+    ),
+    (
         "two workers listed",
         json.dumps({"cluster": {"worker": HOSTS[:2]}, "task": {"type": "worker", "index": 1}}),
         False,
@@ -852,6 +858,21 @@ def _mixed_sequential(mixed, float32, hidden_dtype=None):
     return keras.Sequential(layers + float32(keras))
 
 
+def _functional():
+    import keras
+
+    inputs = keras.Input((8,))
+    hidden = keras.layers.Dense(16, activation="relu", dtype="mixed_bfloat16")(inputs)
+    return keras.Model(inputs, keras.layers.Dense(3, activation="softmax", dtype="float32")(hidden))
+
+
+def _no_input():
+    import keras
+
+    hidden = keras.layers.Dense(16, activation="relu", dtype="mixed_bfloat16")
+    return keras.Sequential([hidden, keras.layers.Dense(3, activation="softmax", dtype="float32")])
+
+
 def _two_outputs():
     import keras
 
@@ -915,11 +936,11 @@ FLOAT32_OUTPUT = [
     (
         "a bfloat16 Lambda softmax before a float32 layer",
         lambda: _mixed_sequential(
-            lambda k: [k.layers.Dense(3), k.layers.Lambda(k.ops.softmax)],
+            lambda k: [k.layers.Dense(3), k.layers.Lambda(k.ops.softmax, name="softmax_lambda")],
             lambda k: [k.layers.Activation("linear", dtype="float32")],
         ),
         False,
-        "layer 'lambda' computes its softmax in bfloat16",
+        "layer 'softmax_lambda' computes its softmax in bfloat16",
     ),
     (
         "only a Dropout in bfloat16, the Dense layers in float32",
@@ -938,6 +959,30 @@ FLOAT32_OUTPUT = [
         "do not sum to 1",
     ),
     ("two outputs", lambda: _two_outputs(), False, "one input and one output; yours has 1 and 2"),
+    (
+        "a functional model",
+        lambda: _functional(),
+        True,
+        "the softmax and the output in float32",
+    ),
+    (
+        "a bfloat16 softmax, a bfloat16 Dropout, then a float32 layer",
+        lambda: _mixed_sequential(
+            lambda k: [
+                k.layers.Dense(3, activation="softmax", name="rounded"),
+                k.layers.Dropout(0.1),
+            ],
+            lambda k: [k.layers.Activation("linear", dtype="float32")],
+        ),
+        False,
+        "layer 'rounded' computes its softmax in bfloat16",
+    ),
+    (
+        "no keras.Input",
+        lambda: _no_input(),
+        False,
+        "start it with keras.Input",
+    ),
     (
         "a layer, not a model",
         lambda: __import__("keras").layers.Dense(3),

@@ -190,8 +190,10 @@ def check_mirrored(strategy: Any) -> Feedback:
         return not_yet(f"its devices are {devices}; give it the two logical CPUs")
     try:
         ops = type(strategy.extended._cross_device_ops).__name__  # no public accessor
-    except AttributeError:  # a TensorFlow that renamed it
-        ops = "unknown"
+    except AttributeError:  # a TensorFlow that renamed it: say so rather than blame the learner
+        return not_yet(
+            "this TensorFlow hides a strategy's cross-device ops; the check cannot read them"
+        )
     if ops != "HierarchicalCopyAllReduce":  # the default when none is given: CollectiveAllReduce
         return not_yet(
             f"its cross-device ops are {ops}, not HierarchicalCopyAllReduce: pass "
@@ -213,6 +215,8 @@ def check_tf_config(text: Any) -> Feedback:
     host-c, port 2222 each."""
     if isinstance(text, dict):
         return not_yet("TF_CONFIG must be a JSON string: turn your dict into one with json.dumps")
+    if not isinstance(text, str):  # json.loads also takes bytes, which os.environ does not
+        return not_yet(f"TF_CONFIG must be a JSON string (str), got {type(text).__name__}")
     try:
         config = json.loads(text)
     except Exception as exc:  # the learner's text: not a string, not JSON, nested too deep, ...

@@ -23,6 +23,10 @@ def check_float32_output(model: Any) -> Feedback:
 
     if not isinstance(model, keras.Model):
         return not_yet(f"pass a keras.Model, got {type(model).__name__}")
+    if not model.built:
+        return not_yet(
+            "your model is not built: start it with keras.Input, so its layers have weights"
+        )
     low = [layer for layer in model.layers if layer.compute_dtype in ("bfloat16", "float16")]
     if not any(layer.weights for layer in low):
         return not_yet(
@@ -50,9 +54,13 @@ def check_float32_output(model: Any) -> Feedback:
         return not_yet(f"the model's output is {dtype}: give its last layer dtype='float32'")
     if not _probabilities(output):
         return not_yet("the output rows do not sum to 1: keep the softmax, computed in float32")
-    last_low = max(model.layers.index(layer) for layer in low)
-    if _probabilities(outputs[last_low]):  # a float32 layer after it casts a rounded softmax
-        layer = model.layers[last_low]
+    rounded = None  # the 16-bit layer that made the probabilities, if the last 16-bit one has them
+    for index in sorted((model.layers.index(layer) for layer in low), reverse=True):
+        if not _probabilities(outputs[index]):
+            break
+        rounded = index  # earlier 16-bit layers that also return them: the softmax came sooner
+    if rounded is not None:  # a float32 layer after it casts a softmax rounded to 16 bits
+        layer = model.layers[rounded]
         return not_yet(
             f"layer {layer.name!r} computes its softmax in {layer.compute_dtype}: the output is "
             "float32 only after it; give the layer with the softmax dtype='float32'"
@@ -68,7 +76,10 @@ def _probabilities(tensor: Any) -> bool:
     within 16-bit rounding."""
     import numpy as np
 
-    values = np.asarray(tensor, dtype="float64")
+    try:
+        values = np.asarray(tensor, dtype="float64")
+    except Exception:  # several tensors of different shapes, say: not one table of rows
+        return False
     if values.ndim < 2 or values.shape[-1] < 2:
         return False
     return bool((values >= 0).all() and np.allclose(values.sum(axis=-1), 1.0, atol=2e-2))

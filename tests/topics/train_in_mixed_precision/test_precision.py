@@ -90,7 +90,7 @@ def test_bf16_kernels_on_arm_names_the_feature_and_promises_nothing(monkeypatch)
     assert got is False and "no bfloat16 instructions" in why and "ARM BF16" in why
     got, why = env.bf16_kernels(neoverse_v1, True)
     assert got is None and why.startswith("this ARM CPU has BF16 instructions")  # not known
-    assert "not run here" in why and "slower" not in why
+    assert "not run for the workbook" in why and "slower" not in why
     real = env.bf16_kernels
     monkeypatch.setattr(env, "bf16_kernels", lambda isa=None: real(neoverse_v1, True, isa))
     assert precision_isa.bf16_expected() == {"expect": None, "why": why}  # not "slower"
