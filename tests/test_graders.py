@@ -1134,6 +1134,27 @@ PINNED = [
         "ran on ['CPU:0'], not on CPU:1",
     ),
     ("the result, not the table", None, "CPU:1", False, "pass the table"),
+    (
+        "oneDNN's native kernel name",
+        _placements(INFERENCE, ("MatMul", "_MklNativeMatMul", "CPU:1")),
+        "CPU:1",
+        True,
+        "as pinned",
+    ),
+    (
+        "a table without a device column",
+        _placements(INFERENCE).drop(columns="device"),
+        "CPU:1",
+        False,
+        "pass the table",
+    ),
+    (
+        "numbers in the kernel column",
+        _placements(("MatMul", "MatMul", "CPU:1")).assign(kernel=[1]),
+        "CPU:1",
+        False,
+        "shows no MatMul",
+    ),
 ]
 
 
@@ -1156,6 +1177,9 @@ RESULT_DEVICE = [
     ("lower case, /device: prefix", "/device:cpu:1", True, "lives on CPU:1"),
     ("where the inputs were", "CPU:0", False, "is not where the result lives"),
     ("a number", 1, False, "answer with a device name"),
+    ("tf.device's spelling", "/CPU:1", True, "lives on CPU:1"),
+    ("spaces around it", " CPU:1 ", True, "lives on CPU:1"),
+    ("NumPy's device name", "cpu", False, "is not where the result lives"),
 ]
 
 
@@ -1165,6 +1189,13 @@ def test_result_device_grader(row):
 
     name, answer, passes, words = RESULT_DEVICE[row]
     judge(placement.check_result_device(answer, _Tensor()), passes, words)
+
+
+@pytest.mark.parametrize("actual", [None, __import__("numpy").zeros(2), "CPU:1"])
+def test_result_device_grader_without_a_tensor(actual):
+    from helpers.topics.find_where_ops_run import placement
+
+    judge(placement.check_result_device("cpu", actual), False, "pass the result tensor itself")
 
 
 # --- 08: decode only a window of a JPEG ----------------------------------------------------------
@@ -1617,10 +1648,25 @@ def _batchnorm_answers():
         y, _, _ = tf.compat.v1.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=0.5)
         return y
 
+    def epsilon_keras(x):  # a typical slip: another library's epsilon (1e-5, PyTorch's default)
+        y, _, _ = tf.compat.v1.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=1e-5)
+        return y
+
+    def numpy_float64(x):  # an answer in NumPy, in float64 (no fused op)
+        values = x.numpy().astype("float64")
+        return (values - values.mean(axis=(0, 1, 2))) / (values.var(axis=(0, 1, 2)) + 1e-3) ** 0.5
+
+    def tf1_spelling(x):
+        y, _, _ = tf.nn.fused_batch_norm(x, *ones_zeros(x), epsilon=1e-3)
+        return y
+
     def stub(x): ...
 
     return [
-        ("stub", stub, False, "raised"),
+        ("stub", stub, False, "it returned None"),
+        ("epsilon 1e-5", epsilon_keras, False, "epsilon 1e-3?"),
+        ("NumPy in float64", numpy_float64, False, "raised"),
+        ("the TF1 name", tf1_spelling, False, "tf.compat.v1.nn.fused_batch_norm"),
         ("solution", solution, True, "one FusedBatchNorm op"),
         ("tf.raw_ops.FusedBatchNormV3", raw_op, True, "one FusedBatchNorm op"),
         ("a tf.function, NHWC spelled out", explicit_nhwc, True, "one FusedBatchNorm op"),
@@ -1634,6 +1680,9 @@ def _batchnorm_answers():
 
 BATCHNORM_IDS = [
     "stub",
+    "epsilon-1e-5",
+    "numpy-float64",
+    "tf1-name",
     "solution",
     "raw-op",
     "explicit-nhwc",

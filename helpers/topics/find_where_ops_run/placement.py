@@ -31,18 +31,19 @@ def full_device(name: str) -> str:
 def devices_used(table: Any, kernel_prefix: str) -> list[str]:
     """The devices on which kernels starting with ``kernel_prefix`` ran, in first-seen order
     (``"MatMul"`` also matches oneDNN's ``_MklMatMul``)."""
-    kernels = table["kernel"].str.replace(r"^_Mkl", "", regex=True)
+    kernels = table["kernel"].astype(str).str.replace(r"^_Mkl(?:Native)?(?=[A-Z])", "", regex=True)
     return list(dict.fromkeys(table.loc[kernels.str.startswith(kernel_prefix), "device"]))
 
 
 def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
     """Exercise (02): the placement table shows the matmul on ``device``."""
-    if not hasattr(table, "columns") or "kernel" not in getattr(table, "columns", []):
+    if not hasattr(table, "columns") or not {"kernel", "device"} <= set(table.columns):
         return not_yet("pass the table that log.run(...) returned (the second item).")
     used = devices_used(table, "MatMul")
     if not used:
         return not_yet(
-            "the table shows no MatMul: did the function run for the first time inside log.run?"
+            "the table shows no MatMul: does my_pinned compute tf.matmul, and did it run for "
+            "the first time inside log.run?"
         )
     if not table["kernel"].astype(str).str.startswith("__inference").any():
         return not_yet(
@@ -55,10 +56,13 @@ def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
 
 def check_result_device(answer: Any, actual: Any) -> Feedback:
     """Exercise (02): ``answer`` names the device that holds the tensor ``actual``."""
-    want = short_device(getattr(actual, "device", ""))
-    if not isinstance(answer, str) or not answer:
+    if not isinstance(getattr(actual, "device", None), str) or "device:" not in actual.device:
+        return not_yet("pass the result tensor itself as the second argument.")
+    want = short_device(actual.device)
+    if not isinstance(answer, str) or not answer.strip():
         return not_yet("answer with a device name such as 'CPU:0'.")
-    if short_device(answer).upper() != want.upper():
+    said = short_device(answer.strip()).lstrip("/")  # "/CPU:1", as tf.device takes it, too
+    if said.upper() != want.upper():
         return not_yet(f"{answer!r} is not where the result lives; look at its .device.")
     return correct(f"the result lives on {want}.")
 
