@@ -1142,6 +1142,13 @@ PINNED = [
         "as pinned",
     ),
     (
+        "the device as tf.device spells it",
+        _placements(INFERENCE, ("MatMul", "MatMul", "CPU:1")),
+        "/CPU:1",
+        True,
+        "as pinned",
+    ),
+    (
         "a table without a device column",
         _placements(INFERENCE).drop(columns="device"),
         "CPU:1",
@@ -1665,7 +1672,7 @@ def _batchnorm_answers():
     return [
         ("stub", stub, False, "it returned None"),
         ("epsilon 1e-5", epsilon_keras, False, "epsilon 1e-3?"),
-        ("NumPy in float64", numpy_float64, False, "raised"),
+        ("NumPy in float64", numpy_float64, False, "inside a tf.function it raised"),
         ("the TF1 name", tf1_spelling, False, "tf.compat.v1.nn.fused_batch_norm"),
         ("solution", solution, True, "one FusedBatchNorm op"),
         ("tf.raw_ops.FusedBatchNormV3", raw_op, True, "one FusedBatchNorm op"),

@@ -51,22 +51,17 @@ def transcendental_chain(t, n_ops=20):
 
 import contextlib
 
-# Options whose default is off (tf.config.optimizer.set_experimental_options' documentation); the passes are on.
-OFF_BY_DEFAULT = {"auto_mixed_precision", "auto_mixed_precision_onednn_bfloat16", "disable_model_pruning",
-                  "disable_meta_optimizer"}
-
 
 @contextlib.contextmanager
 def grappler_options(**options):
     """Grappler's options for the calls made inside the block. Each option is put back after it: to its
-    earlier value, or, if it was never set, to its default (off for those in OFF_BY_DEFAULT, on for the
-    other passes)."""
+    earlier value, or, if it was never set, to None, which leaves it to TensorFlow's default again."""
     previous = tf.config.optimizer.get_experimental_options()
     tf.config.optimizer.set_experimental_options(options)
     try:
         yield
     finally:
-        tf.config.optimizer.set_experimental_options({name: previous.get(name, name not in OFF_BY_DEFAULT) for name in options})
+        tf.config.optimizer.set_experimental_options({name: previous.get(name) for name in options})
 
 
 def conv_bias_relu(x, kernel, bias):

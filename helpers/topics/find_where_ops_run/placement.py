@@ -49,9 +49,10 @@ def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
         return not_yet(
             "the MatMul ran eagerly: make my_pinned a tf.function (put @tf.function above its def)."
         )
-    if used != [short_device(device)]:
-        return not_yet(f"the MatMul ran on {used}, not on {short_device(device)}.")
-    return correct(f"the MatMul ran on {short_device(device)}, as pinned.")
+    want = short_device(device).lstrip("/").upper()  # "CPU:1", "/CPU:1" or "/device:CPU:1"
+    if used != [want]:
+        return not_yet(f"the MatMul ran on {used}, not on {want}.")
+    return correct(f"the MatMul ran on {want}, as pinned.")
 
 
 def check_result_device(answer: Any, actual: Any) -> Feedback:

@@ -172,13 +172,18 @@ def check_fused_batchnorm(fn: Any) -> Feedback:
                 "return only y"
             )
         got = tf.cast(tf.convert_to_tensor(got), tf.float32)
-        ops = _op_types(fn, tf.TensorSpec(x.shape, tf.float32))
         worst = float(tf.reduce_max(tf.abs(got - want))) if got.shape == want.shape else None
     except Exception as exc:  # the learner's code: report, don't crash the notebook
-        hint = (
-            " (TF 2.x: tf.compat.v1.nn.fused_batch_norm)" if "fused_batch_norm" in str(exc) else ""
-        )
+        tf1 = isinstance(exc, AttributeError) and "has no attribute 'fused_batch_norm'" in str(exc)
+        hint = " (TF 2.x: tf.compat.v1.nn.fused_batch_norm)" if tf1 else ""
         return not_yet(f"calling it raised {type(exc).__name__}: {exc}{hint}")
+    try:
+        ops = _op_types(fn, tf.TensorSpec(x.shape, tf.float32))
+    except Exception as exc:  # eager-only code (NumPy, .numpy()) cannot be traced
+        return not_yet(
+            f"inside a tf.function it raised {type(exc).__name__}: {exc} (the check looks for "
+            "the fused op in its graph: use TensorFlow ops only)"
+        )
     if worst is None:
         return not_yet(f"the result has shape {got.shape}, expected {want.shape}")
     if not any(op.startswith("FusedBatchNorm") for op in ops):
