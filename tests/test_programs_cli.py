@@ -287,7 +287,10 @@ CALLS = {
     "TRIAL_PROGRAM": ({"job": "{tmp}/job.py"}, [], None),
 }
 #: Programs whose command line is one path, checked by hand in the program (no argparse).
-BY_HAND = {"FPMATH_CHECK": "usage: python fpmath_check.py OUT.npz"}
+BY_HAND = {
+    "FPMATH_CHECK": "usage: python fpmath_check.py OUT.npz",
+    "GRAPPLER_REWRITE": "usage: python grappler_rewrite.py",
+}
 ARGUMENT = re.compile(r'add_argument\(\s*"([\w-]+)"((?:[^()\n]|\([^()\n]*\))*)\)')
 #: (program, argument) for every argument with a type= or choices=: these bad values fit none of
 #: them.
@@ -395,6 +398,8 @@ def test_a_bad_argument_to_any_notebook_program_is_refused_before_tensorflow_loa
         ("TRIAL_PROGRAM", ["{tmp}/missing.py"], "no such file"),
         ("SHUFFLE_MEMORY", ["--order", "decode-first", "{tmp}/missing.tfrecord"], "no such file"),
         ("FPMATH_CHECK", [], "usage: python fpmath_check.py OUT.npz"),
+        ("GRAPPLER_REWRITE", [], "usage: python grappler_rewrite.py"),
+        ("GRAPPLER_REWRITE", ["auto_mixed_precision_typo"], "usage: python grappler_rewrite.py"),
     ],
 )
 def test_notebook_programs_refuse_what_they_cannot_do_in_one_line(tmp_path, program, args, words):
