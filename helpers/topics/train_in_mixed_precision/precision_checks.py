@@ -97,9 +97,8 @@ def check_scaled_step(step: Callable[..., Any]) -> Feedback:
     for value in (1e-5, 0.5):  # an underflowing gradient, and an ordinary one
         w = tf.Variable(1.0)
         optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(learning_rate=1000.0))
-        optimizer.build(
-            [w]
-        )  # its variables exist before the call: a tf.function step may trace again
+        # its variables exist before the call, so a tf.function step may trace again
+        optimizer.build([w])
         try:
             step(w, tf.fill([1024], tf.constant(value, tf.float16)), optimizer)
         except Exception as exc:  # the learner's code
