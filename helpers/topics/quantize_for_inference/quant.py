@@ -166,12 +166,12 @@ def check_int8_model(content: Any, model: Any, x_test: Any) -> Feedback:
         return not_yet(f"pass the converter's output (the model's bytes), got {shown}")
     try:
         interpreter, _ = make_interpreter(bytes(content))
-    except Exception as exc:  # the learner's model: report, don't crash the notebook
+        dtypes = (
+            interpreter.get_input_details()[0]["dtype"],
+            interpreter.get_output_details()[0]["dtype"],
+        )
+    except Exception as exc:  # the learner's model (no input, say): report, don't crash
         return not_yet(f"the interpreter could not load it: {exc}")
-    dtypes = (
-        interpreter.get_input_details()[0]["dtype"],
-        interpreter.get_output_details()[0]["dtype"],
-    )
     if dtypes != (np.int8, np.int8):
         return not_yet(
             f"input and output are {dtypes[0].__name__} and {dtypes[1].__name__}, not int8: "
