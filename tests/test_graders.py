@@ -1395,6 +1395,24 @@ def _strict_answers():
         tf.config.set_soft_device_placement(True)
         return result
 
+    def hard_coded_restore():  # restores True, not what it found
+        tf.config.set_soft_device_placement(False)
+        try:
+            with tf.device("/GPU:7"):
+                return tf.matmul(a, a)
+        finally:
+            tf.config.set_soft_device_placement(True)
+
+    def shape_error():  # an InvalidArgumentError, but not the placement one
+        with hard_placement():
+            return tf.matmul(a, tf.ones([3, 2]))
+
+    def empty_message():
+        raise tf.errors.InvalidArgumentError(None, None, "")
+
+    def exits():
+        raise SystemExit(1)
+
     def own_error():
         if not tf.config.list_physical_devices("GPU"):
             raise RuntimeError("no GPU here")
@@ -1411,9 +1429,13 @@ def _strict_answers():
             False,
             "switch soft placement off",
         ),
-        ("not restored when it raises", no_finally, False, "restore it in a finally: block"),
+        ("not restored when it raises", no_finally, False, "restore that value in a finally:"),
         ("its own error", own_error, False, "raised RuntimeError, not the placement error"),
         ("the result, not the function", a, False, "must be a function"),
+        ("restores True, not what it found", hard_coded_restore, False, "where it found it off"),
+        ("a shape error", shape_error, False, "but not the placement error"),
+        ("an empty error message", empty_message, False, "but not the placement error"),
+        ("exit()", exits, False, "raised SystemExit"),
     ]
 
 
@@ -1426,6 +1448,10 @@ STRICT_IDS = [
     "no-finally",
     "own-error",
     "not-callable",
+    "hard-coded-restore",
+    "shape-error",
+    "empty-message",
+    "exit",
 ]
 
 

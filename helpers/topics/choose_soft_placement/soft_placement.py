@@ -9,28 +9,58 @@ from typing import Any
 
 from helpers.exercises import Feedback, correct, not_yet
 
+#: Words of TensorFlow's placement errors: eager, tf.function, TF1 graph.
+PLACEMENT_WORDS = (
+    "Could not satisfy device specification",
+    "devices for spec",
+    "Cannot assign a device",
+)
+
 
 def check_strict(fn: Any) -> Feedback:
-    """Exercise (03): ``fn()`` raises for a missing device and leaves soft placement as it was."""
+    """Exercise (03): ``fn()`` raises the placement error for a missing device and leaves soft
+    placement as it found it: called once with it on (TF2's default) and once with it off."""
     import tensorflow as tf
 
     if not callable(fn):
         return not_yet(f"strict_matmul must be a function, got {fn!r}.")
     before = tf.config.get_soft_device_placement()
     try:
+        first = None
+        for start in (True, False):  # as TF2 sets it, and as a caller that switched it off
+            tf.config.set_soft_device_placement(start)
+            verdict = _one_call(fn, start)
+            if isinstance(verdict, Feedback):
+                return verdict
+            first = first or verdict
+    finally:
+        tf.config.set_soft_device_placement(before)
+    return correct(f"it failed loudly: {first}.")
+
+
+def _one_call(fn: Any, start: bool) -> Any:
+    """The first sentence of the placement error ``fn()`` raised, or a Feedback saying what is
+    wrong; soft placement was ``start`` before the call."""
+    import tensorflow as tf
+
+    state = {True: "on", False: "off"}
+    try:
         fn()
     except tf.errors.InvalidArgumentError as exc:
-        if tf.config.get_soft_device_placement() != before:
-            tf.config.set_soft_device_placement(before)
+        text = str(exc)
+        if tf.config.get_soft_device_placement() != start:
             return not_yet(
-                "it raised, but left soft placement switched off: restore it in a finally: block."
+                f"it raised, but left soft placement {state[not start]} where it found it "
+                f"{state[start]}: read it first and restore that value in a finally: block."
             )
-        first_sentence = str(exc).splitlines()[0].split(". ")[0]
-        return correct(f"it failed loudly: {first_sentence}.")
-    except Exception as exc:  # the learner's code
-        tf.config.set_soft_device_placement(before)
+        sentence = (text.splitlines() or [""])[0].split(". ")[0]
+        if not any(words in text for words in PLACEMENT_WORDS):
+            return not_yet(
+                f"it raised InvalidArgumentError, but not the placement error: {sentence}"
+            )
+        return sentence
+    except (Exception, SystemExit) as exc:  # the learner's code
         return not_yet(f"it raised {type(exc).__name__}, not the placement error: {exc}")
-    tf.config.set_soft_device_placement(before)
     return not_yet(
         "it ran without an error, so nothing refused the missing device: inside it, switch soft "
         'placement off and run the matmul under tf.device("/GPU:7").'

@@ -10,12 +10,13 @@ def test_check_strict():
     import tensorflow as tf
 
     def good():
+        before = tf.config.get_soft_device_placement()
         tf.config.set_soft_device_placement(False)
         try:
             with tf.device("/GPU:7"):
                 return tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))
         finally:
-            tf.config.set_soft_device_placement(True)
+            tf.config.set_soft_device_placement(before)
 
     def lenient():
         with tf.device("/GPU:7"):
@@ -31,5 +32,7 @@ def test_check_strict():
     assert "nothing refused the missing device" in repr(
         soft_placement.check_strict(lambda: None)
     )  # the stub
-    assert "left soft placement switched off" in repr(soft_placement.check_strict(leaky))
+    assert "left soft placement off where it found it on" in repr(
+        soft_placement.check_strict(leaky)
+    )
     assert tf.config.get_soft_device_placement()
