@@ -382,3 +382,20 @@ def test_comparisons_run_every_workload_in_each_settings_child(monkeypatch):
     )
     with pytest.raises(ValueError, match="workloads must be among"):
         cputune.comparisons(settings, ["matmul", "typo"], repeats=1, rounds=1)
+
+
+def test_error_text_keeps_the_first_line_without_the_function_prefix():
+    import tensorflow as tf
+
+    from helpers.topics.tune_the_cpu import cpu_report
+
+    error = tf.errors.UnimplementedError(
+        None,
+        None,
+        "{{function_node __inference_conv_12}} The Conv2D op currently only supports NHWC.\n"
+        "\t [[{{node Conv2D}}]]",
+    )
+    assert cpu_report.error_text(error) == (
+        "UnimplementedError: The Conv2D op currently only supports NHWC."
+    )
+    assert cpu_report.error_text(ValueError("")) == "ValueError: "
