@@ -98,7 +98,7 @@ def bf16_kernels(
     """Whether TensorFlow's CPU kernels compute bfloat16 in hardware here, and why, in one line:
     it takes AVX512_BF16 or AMX, oneDNN on (TensorFlow's own kernels emulate bfloat16), and no
     ``ONEDNN_MAX_CPU_ISA`` below them (``isa``: a cap a child process will run under; by default,
-    or when empty, this process's own). None: not known (an ARM CPU with BF16)."""
+    or when empty, this process's own). None: not known (ARM with BF16; no CPU flags)."""
     from helpers import checks
 
     onednn = checks.optional_flag("onednn", onednn)
@@ -106,18 +106,19 @@ def bf16_kernels(
         raise checks.BadType(
             f"isa must be an ONEDNN_MAX_CPU_ISA value such as 'AVX512_CORE', got {isa!r}"
         )
-    have = [f.upper() for f in BF16_FLAGS if f in cpu_flags(cpuinfo)]
+    flags = cpu_flags(cpuinfo)
+    have = [f.upper() for f in BF16_FLAGS if f in flags]
     onednn = onednn_enabled() if onednn is None else onednn
     cap = (isa or os.environ.get("ONEDNN_MAX_CPU_ISA", "")).strip().upper()
     slower = "mixed_bfloat16 is emulated here: expect it slower than float32"
-    if not have and {"asimd", "bf16"} <= cpu_flags(cpuinfo):  # aarch64 with Armv8.6 BF16
+    if not have and {"asimd", "bf16"} <= flags:  # aarch64 with Armv8.6 BF16
         why = "this ARM CPU has BF16 instructions; whether TensorFlow's aarch64 build uses them "
         return None, why + "depends on the build (oneDNN with ACL): not run for the workbook"
+    if not flags:  # no /proc/cpuinfo (macOS, Windows): the CPU cannot be read here
+        return None, "not known: no CPU flags to read here (no /proc/cpuinfo), so float32 is kept"
     if not have:
-        return (
-            False,
-            f"this CPU has no bfloat16 instructions (AVX512_BF16, AMX, ARM BF16): {slower}",
-        )
+        why = "this CPU has no bfloat16 instructions (AVX512_BF16, AMX, ARM BF16)"
+        return False, f"{why}: {slower}"
     if not onednn:
         return (
             False,

@@ -46,17 +46,23 @@ def _cudnn_answers():
         ("solution", lambda: _lstm(dropout=0.2), True, "cuDNN"),
         (
             "tf.tanh, tf.sigmoid",
-            lambda: _lstm(activation=tf.tanh, recurrent_activation=tf.sigmoid),
+            lambda: _lstm(activation=tf.tanh, recurrent_activation=tf.sigmoid, dropout=0.2),
             True,
             "cuDNN",
         ),
         (
             "keras.ops names",
-            lambda: _lstm(activation=keras.ops.tanh, recurrent_activation=keras.ops.sigmoid),
+            lambda: _lstm(
+                activation=keras.ops.tanh, recurrent_activation=keras.ops.sigmoid, dropout=0.2
+            ),
             True,
             "cuDNN",
         ),
-        ("use_cudnn=True", lambda: _lstm(use_cudnn=True, dropout=0.5), True, "cuDNN"),
+        ("use_cudnn=True", lambda: _lstm(use_cudnn=True, dropout=0.2), True, "cuDNN"),
+        ("string activations", lambda: _lstm(activation="tanh", dropout=0.2), True, "cuDNN"),
+        ("units changed", lambda: keras.layers.LSTM(32, dropout=0.2), False, "64 units"),
+        ("input dropout dropped", lambda: _lstm(), False, "dropout=0.2"),
+        ("input dropout changed", lambda: _lstm(dropout=0.5), False, "dropout=0.2"),
         (
             "recurrent dropout (the warned mistake)",
             lambda: _lstm(recurrent_dropout=0.1),
@@ -72,13 +78,17 @@ def _cudnn_answers():
 
 @pytest.mark.parametrize(
     "row",
-    range(10),
+    range(14),
     ids=[
         "stub",
         "solution",
         "tf-names",
         "ops-names",
         "use_cudnn",
+        "string-activation",
+        "units-changed",
+        "dropout-dropped",
+        "dropout-changed",
         "recurrent_dropout",
         "relu",
         "no-bias",
@@ -211,6 +221,12 @@ def _most_varied_answers():
     def lowest_speedup(table):  # a mistake: the row with the smallest speed-up (here the same row)
         return table.min(axis=1).idxmin()
 
+    def other(measure):  # a mistake: another measure of spread, equal on the room's own table
+        return lambda table: measure(table).idxmax()
+
+    def machine(table):  # a mistake: the machine whose speed-ups vary most
+        return (table.max() / table.min()).idxmax()
+
     return [
         ("stub", stub, False, "got NoneType"),
         ("solution", solution, True, "varies most"),
@@ -220,14 +236,36 @@ def _most_varied_answers():
         ("one machine", first_machine, False, "largest max/min ratio"),
         ("raises", raises, False, "calling your function raised KeyError"),
         ("the ratios, not a name", returns_the_series, False, "got Series"),
-        ("typed in", typed_in, False, "without the row"),
+        ("typed in", typed_in, False, "not a row of this table"),
         ("lowest speed-up", lowest_speedup, False, "without the row"),
+        ("std/mean", other(lambda t: t.std(axis=1) / t.mean(axis=1)), False, "made-up room"),
+        ("max/mean", other(lambda t: t.max(axis=1) / t.mean(axis=1)), False, "made-up room"),
+        ("mean/min", other(lambda t: t.mean(axis=1) / t.min(axis=1)), False, "made-up room"),
+        (
+            "range/mean",
+            other(lambda t: (t.max(axis=1) - t.min(axis=1)) / t.mean(axis=1)),
+            False,
+            "made-up room",
+        ),
+        (
+            "gaps dropped",
+            other(lambda t: t.dropna().max(axis=1) / t.dropna().min(axis=1)),
+            False,
+            "made-up",
+        ),
+        (
+            "gaps filled",
+            other(lambda t: t.fillna(1.0).max(axis=1) / t.fillna(1.0).min(axis=1)),
+            False,
+            "made-up",
+        ),
+        ("a machine's name", machine, False, "a machine (a column)"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(10),
+    range(17),
     ids=[
         "stub",
         "solution",
@@ -239,6 +277,13 @@ def _most_varied_answers():
         "series",
         "typed-in",
         "lowest-speedup",
+        "std-mean",
+        "max-mean",
+        "mean-min",
+        "range-mean",
+        "dropna",
+        "fillna",
+        "machine",
     ],
 )
 def test_most_varied_grader(row, speedups):
@@ -265,7 +310,11 @@ def shards(tmp_path_factory):
 def _pipeline_answers():
     import tensorflow as tf
 
-    from helpers.lessons.tune_input_pipeline import augment_random, decode_record
+    from helpers.lessons.tune_input_pipeline import (
+        augment_random,
+        augment_stateless,
+        decode_record,
+    )
 
     auto = tf.data.AUTOTUNE
 
@@ -290,7 +339,50 @@ def _pipeline_answers():
             parsed = tf.io.parse_single_example(raw, spec)
             return tf.image.decode_jpeg(parsed["image"], channels=3), parsed["label"]
 
-        return tf.data.TFRecordDataset(paths).map(parse).cache().map(augment_random).batch(16)
+        dataset = tf.data.TFRecordDataset(paths).map(parse, num_parallel_calls=auto).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(16)
+
+    def decode_image(paths, decode=None):  # correct: tf.io.decode_image instead of decode_jpeg
+        spec = {
+            "image": tf.io.FixedLenFeature([], tf.string),
+            "label": tf.io.FixedLenFeature([], tf.int64),
+        }
+
+        def parse(raw):
+            parsed = tf.io.parse_single_example(raw, spec)
+            image = tf.io.decode_image(parsed["image"], channels=3, expand_animations=False)
+            return image, parsed["label"]
+
+        dataset = tf.data.TFRecordDataset(paths).map(parse, num_parallel_calls=auto).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    def sequential(paths, decode=decode_record):  # the right order, maps not parallel
+        return tf.data.TFRecordDataset(paths).map(decode).cache().map(augment_random).batch(64)
+
+    def shuffled_before_cache(paths, decode=decode_record):  # the cache freezes the first order
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=auto)
+        dataset = dataset.shuffle(64).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    def files_shuffled(paths, decode=decode_record):  # the Summary idiom's order: a file shuffle
+        files = tf.data.Dataset.list_files(paths)  # shuffles the file names (shuffle=True)
+        dataset = files.interleave(tf.data.TFRecordDataset, num_parallel_calls=auto)
+        dataset = dataset.map(decode, num_parallel_calls=auto).cache().shuffle(1_000)
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    def one_thread(paths, decode=decode_record):  # num_parallel_calls=1: still one thread
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=1).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    def unbatched(paths, decode=decode_record):  # forgets .batch
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=auto).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto)
+
+    def seeds_repeat(paths, decode=decode_record):  # stateless, seeds replayed every epoch
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=auto).cache()
+        seeds = tf.data.Dataset.random(seed=1).batch(2)  # no rerandomize_each_iteration=True
+        both = tf.data.Dataset.zip(dataset, seeds)
+        return both.map(augment_stateless, num_parallel_calls=auto).batch(64)
 
     def cached_augmentation_shuffled(
         paths, decode=decode_record
@@ -321,12 +413,19 @@ def _pipeline_answers():
         ("no cache", no_cache, False, "128 JPEG decodes"),
         ("raw bytes cached", raw_bytes_cached, False, "128 JPEG decodes"),
         ("raises", raises, False, "calling your function raised ValueError: not written yet"),
+        ("tf.io.decode_image", decode_image, True, "fresh augmentation"),
+        ("maps not parallel", sequential, False, "2 map(s) on one thread"),
+        ("shuffle before the cache", shuffled_before_cache, False, "shuffle before the cache"),
+        ("no batch", unbatched, False, "end the pipeline with .batch(64)"),
+        ("stateless seeds replayed", seeds_repeat, False, "rerandomize_each_iteration=True"),
+        ("file names shuffled, then the cache", files_shuffled, True, "fresh augmentation"),
+        ("num_parallel_calls=1", one_thread, False, "1 map(s) on one thread"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(8),
+    range(15),
     ids=[
         "stub",
         "solution",
@@ -336,6 +435,13 @@ def _pipeline_answers():
         "no-cache",
         "raw-cached",
         "raises",
+        "decode-image",
+        "sequential",
+        "shuffle-before-cache",
+        "no-batch",
+        "seeds-replayed",
+        "files-shuffled",
+        "one-thread",
     ],
 )
 def test_reordered_grader(row, shards):
@@ -348,6 +454,22 @@ def test_reordered_grader(row, shards):
     judge(pipelines.check_reordered(make, given, 64), passes, words)
     assert given == shards  # the check did not change the list it was given
     assert tf.io.decode_jpeg is tf.image.decode_jpeg and "counted" not in tf.io.decode_jpeg.__name__
+    assert "counted" not in tf.io.decode_image.__name__
+
+
+def test_reordered_grader_explains_a_cache_file_from_an_earlier_run(shards, tmp_path):
+    import tensorflow as tf
+
+    from helpers.lessons.tune_input_pipeline import augment_random, decode_record
+    from helpers.topics.tune_input_pipeline import pipelines
+
+    def to_file(paths, decode=decode_record):  # correct, caching to a file
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.cache(str(tmp_path / "decoded"))
+        return dataset.map(augment_random, num_parallel_calls=tf.data.AUTOTUNE).batch(64)
+
+    judge(pipelines.check_reordered(to_file, shards, 64), True, "fresh augmentation")
+    judge(pipelines.check_reordered(to_file, shards, 64), False, "cache file from an earlier run")
 
 
 # --- 01: the graph of z = x @ w + b -------------------------------------------------------------
@@ -662,7 +784,8 @@ FASTEST = [
     ("solution", "intra 2, inter 1", True, "was the fastest"),
     ("a tie inside the spread", "intra 4, inter 1", True, "a tie on this machine"),
     ("the slowest", "intra 1, inter 1", False, "intra 2, inter 1 ran faster"),
-    ("a setting name with a typo", "intra 2 inter 1", False, "is not one of the settings"),
+    ("another spelling of the solution", "Intra=2, inter=1 ", True, "was the fastest"),
+    ("a setting name with a typo", "intra 2, inner 1", False, "is not one of the settings"),
 ]
 
 
@@ -675,6 +798,22 @@ def test_fastest_grader(row):
     name, choice, passes, words = FASTEST[row]
     judge(cputune.check_fastest(table, "conv_step", choice), passes, words)
     assert table.equals(before)
+
+
+def test_fastest_grader_takes_tables_as_they_come(tmp_path):
+    import pandas as pd
+
+    from helpers.topics.tune_the_cpu import cputune
+
+    table = _sweep()
+    judge(
+        cputune.check_fastest(pd.concat([table, table]), "conv_step", "intra 2, inter 1"), True, ""
+    )
+    no_spread = table[["setting", "workload", "median_ms"]]  # no quartiles: no tie to grant
+    judge(cputune.check_fastest(no_spread, "conv_step", "intra 4, inter 1"), False, "ran faster")
+    table.to_csv(tmp_path / "sweep.csv", index=False)  # the empty error column comes back as NaN
+    reloaded = pd.read_csv(tmp_path / "sweep.csv")
+    judge(cputune.check_fastest(reloaded, "conv_step", "intra 2, inter 1"), True, "was the fastest")
 
 
 # --- 13: TF_CONFIG for the third of three workers ------------------------------------------------
@@ -781,17 +920,63 @@ def _slowest_answers(trace):
         ("the second", table.index[1], False, "another op type took more"),
         ("the least time", table.index[-1], False, "another op type took more"),
         ("not a string", 7, False, "is not an op type in this trace"),
+        ("an Index of one", profiling.op_table(trace, top=1).index, False, "index it"),
+        ("a list of one", [table.index[0]], False, "not a list holding it"),
+        ("the least time, figure", table.index[-1], False, f"{table.index[-1]} took"),
     ]
 
 
 @pytest.mark.parametrize(
-    "row", range(7), ids=["stub", "solution", "top-1", "by-hand", "second", "least", "number"]
+    "row",
+    range(10),
+    ids=[
+        "stub",
+        "solution",
+        "top-1",
+        "by-hand",
+        "second",
+        "least",
+        "number",
+        "index",
+        "list",
+        "least-figure",
+    ],
 )
 def test_slowest_op_grader(row, trace):
     from helpers.topics.profile_and_tune_a_job import profiling
 
     name, answer, passes, words = _slowest_answers(trace)[row]
     judge(profiling.check_slowest_op(trace, answer), passes, words)
+
+
+def test_slowest_op_grader_names_a_wrong_table_and_the_onednn_name(trace):
+    import numpy as np
+
+    from helpers.topics.profile_and_tune_a_job import profiling
+
+    answer = profiling.op_table(trace).index[0]
+    for wrong in (profiling.step_table(trace), profiling.op_table(trace), "trace.xplane.pb", None):
+        judge(profiling.check_slowest_op(wrong, answer), False, "pass the trace's event table")
+    ops = profiling.op_table(trace, top=10_000)
+    assert "_MklMatMul" in ops.index  # the fixture was recorded with oneDNN on
+    judge(profiling.check_slowest_op(trace, "MatMul"), False, "runs it as _MklMatMul")
+    judge(profiling.check_slowest_op(trace, f" {answer}\n"), True, "of all op time")  # padded
+    judge(profiling.check_slowest_op(trace, np.array("x")), False, "is not an op type")
+
+
+def test_slowest_op_grader_names_the_usual_slips(monkeypatch, trace):
+    import pandas as pd
+
+    from helpers.topics.profile_and_tune_a_job import profiling
+
+    made_up = pd.DataFrame(  # the most calls, the largest mean and the most total time apart
+        {"count": [4, 90, 1], "total ms": [40.0, 30.0, 20.0], "mean ms": [10.0, 0.3, 20.0]},
+        index=["Conv2D", "Cast", "MatMul"],
+    ).assign(share=lambda t: t["total ms"] / t["total ms"].sum())
+    monkeypatch.setattr(profiling, "op_table", lambda table, top=12: made_up)
+    judge(profiling.check_slowest_op(trace, "Conv2D"), True, "of all op time")
+    judge(profiling.check_slowest_op(trace, "Cast"), False, "has the most calls")
+    judge(profiling.check_slowest_op(trace, "MatMul"), False, "has the largest mean")
 
 
 # --- 12: a mixed-precision model with a float32 output; a loss-scaled step ----------------------
@@ -1528,10 +1713,32 @@ def _graph_answers():
             "keep all ten",
         ),
         ("a GraphDef", build(lambda x: x + 1.0).as_graph_def(), False, "must be a tf.Graph"),
+        ("the array dropped", build(lambda x: [x + 1.0 for _ in range(10)]), False, "keep all ten"),
+        ("x + x", build(lambda x: [x + x for _ in range(10)]), False, "keep all ten"),
+        (
+            "tf.math.add_n",
+            build(
+                lambda x: [tf.math.add_n([x, v]) for v in [tf.constant(small)] for _ in range(10)]
+            ),
+            True,
+            "at most once",
+        ),
     ]
 
 
-GRAPH_IDS = ["stub", "solution", "constant", "placeholder", "leaky", "twice", "nine", "graphdef"]
+GRAPH_IDS = [
+    "stub",
+    "solution",
+    "constant",
+    "placeholder",
+    "leaky",
+    "twice",
+    "nine",
+    "graphdef",
+    "dropped",
+    "x-plus-x",
+    "add_n",
+]
 
 
 @pytest.mark.parametrize("row", range(len(GRAPH_IDS)), ids=GRAPH_IDS)
@@ -1594,9 +1801,21 @@ def _scale_answers():
             "float64 signature",
             tf.function(scale, input_signature=[tf.TensorSpec([None], tf.float64)]),
             False,
-            "raised",
+            "in float32)",
         ),
         ("called 3 times before the check", called_before, False, "traced 8 times"),
+        (
+            "the wrong factor",
+            tf.function(lambda v: v * 2.0, input_signature=[tf.TensorSpec([None], tf.float32)]),
+            False,
+            "should return v * 3.0",
+        ),
+        (
+            "a concrete function",
+            tf.function(scale).get_concrete_function(tf.TensorSpec([None], tf.float32)),
+            True,
+            "a concrete function",
+        ),
     ]
 
 
@@ -1610,6 +1829,8 @@ SCALE_IDS = [
     "fixed-length",
     "float64",
     "called-before",
+    "wrong-factor",
+    "concrete",
 ]
 
 
@@ -1808,7 +2029,7 @@ def _contract_answers():
                 False,
                 "not all of features",
             ),
-            ("unbatched", lambda b: pairs(), False, "batches of"),
+            ("unbatched", lambda b: pairs(), False, "single examples"),
             ("raises", raises, False, "RuntimeError"),
             ("not-a-function", "pairs", False, "must be a function"),
             ("repeated", lambda b: pairs().batch(b).repeat(), False, "no .repeat()"),
@@ -1816,7 +2037,32 @@ def _contract_answers():
                 "dict inputs",
                 lambda b: tf.data.Dataset.from_tensor_slices(({"x": features}, labels)).batch(b),
                 False,
-                "not (inputs, targets) arrays",
+                "the inputs are a dict",
+            ),
+            (
+                "targets-column",
+                lambda b: pairs().map(lambda x, y: (x, y[None])).batch(b),
+                True,
+                "once",
+            ),
+            ("batches-shuffled", lambda b: pairs().batch(b).shuffle(8, seed=3), True, "once"),
+            (
+                "labels-as-weights",
+                lambda b: tf.data.Dataset.from_tensor_slices((features, labels, labels)).batch(b),
+                False,
+                "weigh 0 or less",
+            ),
+            (
+                "one-hot",
+                lambda b: pairs().map(lambda x, y: (x, tf.one_hot(y, 2))).batch(b),
+                False,
+                "one-hot targets need another loss",
+            ),
+            (
+                "bool-labels",
+                lambda b: tf.data.Dataset.from_tensor_slices((features, labels > 0)).batch(b),
+                False,
+                "targets are bool",
             ),
         ],
     )
@@ -1824,7 +2070,7 @@ def _contract_answers():
 
 @pytest.mark.parametrize(
     "row",
-    range(13),
+    range(18),
     ids=[
         "stub",
         "solution",
@@ -1839,6 +2085,11 @@ def _contract_answers():
         "not-a-function",
         "repeated",
         "dict-inputs",
+        "targets-column",
+        "batches-shuffled",
+        "labels-as-weights",
+        "one-hot",
+        "bool-labels",
     ],
 )
 def test_make_dataset_contract_grader(row):

@@ -329,7 +329,6 @@ TAUGHT: dict[str, list[str]] = {
         "prefetch=True",
         ".repeat()",
         "CAPSTONE_CHILD",
-        "subprocess.run(",
         '{"TF_ENABLE_ONEDNN_OPTS": "1"}',
         "stage_environment(stage_settings(",
     ],

@@ -113,11 +113,11 @@ def padded_and_more_layers(units, steps, features):
 @checks.arguments(batch=checks.whole(1, 4096), steps=checks.whole(1, 10_000), features=checks.whole(1, 4096),
                   units=checks.whole(1, 4096))
 def padded_and_more_variants(batch=32, steps=50, features=32, units=128):
-    """One training step of each of padded_and_more_layers, the masked one with half its batch's
-    sequences padded by up to half their length."""
+    """One training step of each of padded_and_more_layers, the masked one with each sequence's
+    length drawn between half the steps (at least 1) and all of them, so no sequence is masked entirely."""
     layers = padded_and_more_layers(units, steps, features)
     x = tf.random.stateless_normal([batch, steps, features], seed=(1, 2))
-    lengths = tf.random.stateless_uniform([batch], seed=(5, 6), minval=steps // 2, maxval=steps + 1, dtype=tf.int32)
+    lengths = tf.random.stateless_uniform([batch], seed=(5, 6), minval=(steps + 1) // 2, maxval=steps + 1, dtype=tf.int32)
     mask = tf.sequence_mask(lengths, steps)
     steps_of = {}
     for name, layer in layers.items():

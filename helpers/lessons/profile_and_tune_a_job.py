@@ -141,7 +141,7 @@ parser.add_argument("--shards", type=cli.existing_folder, required=True, help="a
 parser.add_argument("--images", type=cli.whole(1, 10**7), required=True)  # per timed epoch
 parser.add_argument("--epochs", type=cli.whole(1, 1_000), default=3)
 parser.add_argument("--skip", type=cli.whole(0, 100), nargs="*", default=[])  # stages left out (mixed_bfloat16 without bfloat16)
-args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no start-up
+args = parser.parse_args()  # checked before TensorFlow loads: a typo costs no start-up (the stage's own limits come after)
 paths = sorted(glob.glob(f"{args.shards}/*.tfrecord"))
 if not paths:
     parser.error(f"--shards: no .tfrecord files in {args.shards!r}")
@@ -155,6 +155,8 @@ from helpers.lessons.profile_and_tune_a_job import (STAGES, make_model, make_pip
 if args.stage >= len(STAGES):
     parser.error(f"--stage: must be from 0 to {len(STAGES) - 1}, got {args.stage}")
 s = stage_settings(args.stage, skip=args.skip)
+if args.images < s["batch"]:
+    parser.error(f"--images: at least one batch of {s['batch']} at stage {args.stage}, got {args.images}")
 if s["feed"] == "python":
     batches = python_feed(paths, s["batch"])
 else:

@@ -198,7 +198,8 @@ def switch_variants(records, batch=64):
 from helpers import checks
 
 
-@checks.arguments(parallel=checks.flag, vectorized=checks.flag, interleave=checks.flag, prefetch=checks.flag,
+@checks.arguments(source=checks.one_of("tfrecord", "generator"), parallel=checks.flag, vectorized=checks.flag,
+                  interleave=checks.flag, cache=checks.one_of("none", "before_map", "after_decode"), prefetch=checks.flag,
                   batch=checks.whole(1, 65_536))
 def make_pipeline(paths, source="tfrecord", parallel=False, vectorized=False, interleave=False,
                   cache="none", prefetch=False, batch=64):

@@ -71,9 +71,8 @@ WORKLOADS = {"matmul": matmul, "conv_step": conv_step, "jpeg_pipeline": jpeg_pip
 
 
 CPU_CHILD = '''\
-"""Time workloads under the thread settings on the command line; print one JSON line each.
-Usage: python cpu_child.py --workloads matmul,conv_step [--intra N] [--inter N] [--repeats N] [--small]
-TF_ENABLE_ONEDNN_OPTS, LD_PRELOAD and OMP_NUM_THREADS come from the environment it is started with."""
+"""Time workloads under the thread settings on the command line; print one JSON line each; the CPU only.
+Usage: python cpu_child.py --workloads matmul,conv_step [--intra N] [--inter N] [--repeats N] [--small]"""
 import argparse
 import os
 
@@ -96,6 +95,7 @@ from helpers.topics.tune_the_cpu.cpu_report import error_text, loaded_libraries
 if set(args.workloads.split(",")) - set(WORKLOADS):
     parser.error(f"--workloads: {args.workloads!r} names a workload not in {sorted(WORKLOADS)}")
 
+tf.config.set_visible_devices([], "GPU")  # the CPU is what is tuned; TF_ENABLE_ONEDNN_OPTS, LD_PRELOAD, OMP_* come from the environment
 tf.config.threading.set_intra_op_parallelism_threads(args.intra)  # before any op runs
 tf.config.threading.set_inter_op_parallelism_threads(args.inter)
 for name in args.workloads.split(","):

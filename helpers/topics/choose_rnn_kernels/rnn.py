@@ -183,13 +183,25 @@ def check_cudnn_ready(layer: Any) -> Feedback:
 
     if not isinstance(layer, keras.layers.LSTM):
         return not_yet(f"pass a keras.layers.LSTM layer, got {type(layer).__name__}")
-    blockers = lesson().cudnn_blockers(layer)
+    try:
+        blockers = lesson().cudnn_blockers(layer)
+        units, dropout = layer.units, float(layer.cell.dropout)
+    except Exception as exc:  # an unusual LSTM subclass: say what failed, do not raise
+        return not_yet(f"could not read the layer's settings: {type(exc).__name__}: {exc}")
     if blockers:
         return not_yet(
             "this layer would run the generic loop on a GPU because of: " + ", ".join(blockers)
         )
+    if units != 64:
+        return not_yet(f"keep 64 units, as the exercise asks (this layer has {units})")
+    if abs(dropout - 0.2) > 1e-9:
+        return not_yet(
+            f"keep the input dropout, dropout=0.2 (this layer has {dropout:g}): it does not block "
+            "cuDNN; of the two dropouts, only recurrent_dropout does"
+        )
     return correct(
-        "on a GPU this layer takes the cuDNN kernel (with no mask or a right-padded one)"
+        "on a GPU this layer takes the cuDNN kernel (with no mask, or a right-padded one that "
+        "masks no sequence entirely)"
     )
 
 

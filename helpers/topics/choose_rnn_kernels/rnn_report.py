@@ -49,9 +49,18 @@ def unroll_summary(table: Any) -> str:
         if (steps, "loop") in timings and (steps, "unrolled") in timings
         else f"unrolled {loop['step ms'] / unrolled['step ms']:.2f}x as fast (no spread kept)."
     )
-    return (
-        f"{steps} steps: unrolling made the first call "
-        f"{unrolled['first call s'] / loop['first call s']:.1f}x as long "
-        f"and the graph {unrolled['graph nodes'] / loop['graph nodes']:.0f}x as many nodes; "
-        f"the training step: {step}"
-    )
+
+    def cost(n: Any) -> str:
+        loop_n, unrolled_n = table.loc[(n, "loop")], table.loc[(n, "unrolled")]
+        return (
+            f"the first call {unrolled_n['first call s'] / loop_n['first call s']:.1f}x as long "
+            f"and the graph {unrolled_n['graph nodes'] / loop_n['graph nodes']:.1f}x as many nodes"
+        )
+
+    shortest = table.index.get_level_values("steps").min()
+    grown = f"at {steps} steps unrolling made {cost(steps)}"
+    if shortest != steps:  # how the cost grows: the shortest length against the longest
+        grown = (
+            f"at {shortest} steps unrolling made {cost(shortest)}; at {steps} steps, {cost(steps)}"
+        )
+    return f"{grown}; the training step at {steps} steps: {step}"

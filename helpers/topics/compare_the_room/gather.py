@@ -234,51 +234,7 @@ def room_summary(speedups: Any) -> str:
     )
 
 
-def _most_varied(speedups: Any) -> str:
-    ratio = speedups.max(axis=1, skipna=True) / speedups.min(axis=1, skipna=True)
-    return str(ratio.idxmax())
-
-
-def check_most_varied(fn: Any, speedups: Any) -> Any:
-    """Exercise: ``fn(speedups)`` names the comparison whose speed-up varies most between machines
-    (largest max/min), on this room's table, without its first machine, with a gap (NaN) and
-    without the winning row (so a name typed in fails)."""
-    from helpers.exercises import correct, not_yet
-
-    if not callable(fn):
-        return not_yet(f"most_varied must be a function of the table, got {type(fn).__name__}")
-    best, first = _most_varied(speedups), speedups.columns[0]
-    # A machine that did not run the least varied row: skipping the NaN keeps the answer, while
-    # NumPy's max and min turn that row's ratio into NaN, which np.argmax then picks.
-    gap_row = (speedups.max(axis=1) / speedups.min(axis=1)).idxmin()
-    holey = speedups.copy()
-    holey.loc[gap_row, first] = float("nan")
-    cases = [("", speedups)]
-    if speedups.shape[1] > 2:
-        cases.append((f"without {first}", speedups.drop(columns=first)))
-    cases.append((f"with {first}'s {gap_row} missing (NaN)", holey))
-    if len(speedups) > 2:
-        cases.append((f"without the row {best!r}", speedups.drop(index=best)))
-    said = []
-    for case, t in cases:
-        want = _most_varied(t)
-        try:  # a copy: an answer that adds a column changes neither the check nor the table
-            got = fn(t.copy())
-        except Exception as exc:  # the learner's code
-            return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
-        if not isinstance(got, str):
-            return not_yet(
-                f"return the comparison's name (a row label of the table), got {type(got).__name__}"
-            )
-        if got != want:
-            return not_yet(
-                f"on machines {list(t.columns)}{f' ({case})' if case else ''} you named {got!r}; "
-                f"the largest max/min ratio is {want!r}. "
-                "Divide each row's max by its min, skipping machines that did not run it."
-            )
-        if case:
-            said.append(f"{case} it is {want!r}")
-    return correct(
-        f"{best!r} varies most: from {speedups.loc[best].min():.2f}x "
-        f"to {speedups.loc[best].max():.2f}x; " + "; ".join(said) + "."
-    )
+# Notebook 15 calls gather.check_most_varied: the exercise check lives in its own module.
+from helpers.topics.compare_the_room.gather_check import (  # noqa: E402
+    check_most_varied as check_most_varied,
+)

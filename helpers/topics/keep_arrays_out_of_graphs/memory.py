@@ -223,11 +223,25 @@ def check_graph_is_small(graph: Any, limit_bytes: int = 64 * 1024) -> Feedback:
 
     if not isinstance(graph, tf.Graph):
         return not_yet(f"fixed must be a tf.Graph, got {type(graph).__name__}.")
-    stats = graph_stats(graph)
-    adds = [op for op in graph.get_operations() if op.type in ("AddV2", "Add")]
+
+    def large(tensor: Any) -> bool:  # the input or the array, not a scalar such as 1.0
+        return tensor.shape.is_fully_defined() and tensor.shape.num_elements() * 4 > limit_bytes
+
+    adds = [  # an add of two different large tensors: the input and the array
+        op
+        for op in graph.get_operations()
+        if op.type in ("AddV2", "Add", "AddN") and len({t.ref() for t in op.inputs if large(t)}) > 1
+    ]
     if len(adds) < 10:
-        return not_yet(f"the graph has {len(adds)} add ops; keep all ten.")
-    big = [n for n in graph.as_graph_def().node if n.op == "Const" and n.ByteSize() > limit_bytes]
+        return not_yet(
+            f"the graph has {len(adds)} adds of the input and the array; keep all ten "
+            "(x + the array in each)."
+        )
+    try:
+        stats, nodes = graph_stats(graph), graph.as_graph_def().node
+    except Exception as exc:  # a graph over 2 GB cannot be serialized
+        return not_yet(f"the graph cannot be serialized ({type(exc).__name__}): it is far too big.")
+    big = [n for n in nodes if n.op == "Const" and n.ByteSize() > limit_bytes]
     if len(big) > 1:
         return not_yet(
             f"the graph is {stats['graph_bytes'] / MIB:.1f} MiB "

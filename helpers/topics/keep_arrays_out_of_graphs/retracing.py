@@ -69,24 +69,35 @@ def without_warnings(variants: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_no_retracing(fn: Any) -> Feedback:
-    """Exercise: ``fn`` traces once for inputs of lengths 1..8. The calls go to a fresh copy of
-    ``fn`` (same Python function, signature and options), so the learner's function keeps the
-    traces it had and earlier calls do not count."""
+    """Exercise: ``fn`` returns 3 * v and traces once for inputs of lengths 1..8. The calls go to
+    a fresh copy of ``fn`` (same Python function, signature and options), so the learner's
+    function keeps the traces it had and earlier calls do not count. A concrete function
+    (``get_concrete_function``) has traced once by definition: only its results are checked."""
+    import numpy as np
     import tensorflow as tf
 
-    if not hasattr(fn, "experimental_get_tracing_count"):
+    concrete = isinstance(fn, tf.types.experimental.ConcreteFunction)
+    if not hasattr(fn, "experimental_get_tracing_count") and not concrete:
         return not_yet("scale must be a tf.function.")
     clone = getattr(fn, "_clone", None)  # no public way to copy a tf.function with its options
-    probe = clone(python_function=None) if callable(clone) else fn
-    before = 0 if probe is not fn else fn.experimental_get_tracing_count()
+    probe = clone(python_function=None) if callable(clone) and not concrete else fn
+    before = 0 if probe is not fn or concrete else fn.experimental_get_tracing_count()
     with captured_tf_warnings():
         try:
             for n in range(1, 9):
-                probe(tf.ones([n]))
+                v = tf.range(1, n + 1, dtype=tf.float32)
+                result = np.asarray(probe(v))
+                if result.shape != (n,) or not np.allclose(result, 3.0 * v.numpy()):
+                    return not_yet(
+                        f"scale(v) should return v * 3.0: for {v.numpy()} it gave {result}."
+                    )
         except Exception as exc:  # the learner's code
             return not_yet(
-                f"calling it on a float32 vector of length {n} raised {type(exc).__name__}: {exc}"
+                f"calling it on a float32 vector of length {n} raised {type(exc).__name__}: {exc} "
+                "(input_signature=[tf.TensorSpec([None], tf.float32)] takes any length, in float32)"
             )
+    if concrete:
+        return correct("a concrete function: one trace, and it takes every length.")
     traces = probe.experimental_get_tracing_count() - before
     if traces > 1:
         hint = (

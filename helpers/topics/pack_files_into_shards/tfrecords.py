@@ -208,11 +208,26 @@ def verify(
     return {"shards": total, "records": position}
 
 
+SHARD_NAMES = (".tfrecord", ".tfrec", ".gz")  # a name holding one of these is taken for a shard
+
+
+def shard_files(path: Path) -> list[Path]:
+    """The regular files in ``path`` named like shards (``.tfrecord``, ``.tfrec`` or ``.gz``, in
+    any case, anywhere in the name), sorted by name."""
+    return sorted(
+        p
+        for p in Path(path).iterdir()
+        if p.is_file()
+        and not p.name.startswith(".")
+        and any(m in p.name.lower() for m in SHARD_NAMES)
+    )
+
+
 def fresh_dir(path: Path) -> Path:
-    """Create ``path`` and delete its ``*.tfrecord*`` files: a check then sees only shards written
-    since."""
+    """Create ``path`` and delete the files named like shards in it (``shard_files``): a check
+    then sees only shards written since."""
     path = fileio.make_folder(path, "path")
-    for old in path.glob("*.tfrecord*"):
+    for old in shard_files(path):
         old.unlink()
     return path
 
@@ -224,11 +239,15 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
     import tensorflow as tf
 
     lesson = lesson_module()
-    files = sorted(Path(out_dir).glob("*.tfrecord*"))
+    if not Path(out_dir).is_dir():
+        return not_yet(f"{Path(out_dir).name} is not a folder: pass the folder the shards are in.")
+    files = shard_files(out_dir)
     if len(files) != 2:
+        others = sorted(p.name for p in Path(out_dir).iterdir() if p.is_file() and p not in files)
+        named = f" (other files there: {', '.join(others[:5])}; name shards *.tfrecord.gz)"
         return not_yet(
             f"{len(files)} TFRecord files in {Path(out_dir).name}/, not 2: write two shards there "
-            "with write_shard(..., gzip=True)."
+            f"with write_shard(..., gzip=True).{named if others else ''}"
         )
     position, counts = 0, []
     for path in files:
@@ -261,9 +280,10 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
                     )
                 count += 1
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
+            reason = "".join((exc.message or "").splitlines()[:1]).split("}} ")[-1][:200]
             return not_yet(
-                f"{path.name}: record {count} is not an Example of raw or PNG image bytes: "
-                f"{type(exc).__name__}"
+                f"{path.name}: record {count} is not an Example as write_shard writes it (image "
+                f"bytes, shape, label): {type(exc).__name__}: {reason}"
             )
         if count == 0:
             return not_yet(f"{path.name} is empty: split the images between the two shards.")

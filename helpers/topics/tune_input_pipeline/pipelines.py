@@ -6,7 +6,6 @@ notebook's ``#| export`` cells, imported from ``helpers.lessons.tune_input_pipel
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -15,8 +14,8 @@ from typing import Any
 
 from helpers import checks
 from helpers.comparison import Comparison
-from helpers.exercises import Feedback, correct, counting_calls, not_yet
 from helpers.timing import ProgressFn
+from helpers.topics.tune_input_pipeline.pipeline_check import check_reordered as check_reordered
 
 # The names imported "as" themselves are re-exported: notebook 07 calls pipelines.<name>.
 from helpers.topics.tune_input_pipeline.pipelines_measure import (
@@ -147,55 +146,6 @@ def toggles_experiment(shards: Sequence[str], n_images: int) -> Any:
         )
 
     return experiment
-
-
-@checks.arguments(n_images=checks.whole(1, MAX_IMAGES))
-def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback:
-    """Exercise (07): ``make(shards)`` reads each image once per epoch, decodes each only in the
-    first of two epochs (JPEG decodes counted), and augments afresh (not the same images, in any
-    order)."""
-    import numpy as np
-    import tensorflow as tf
-
-    with counting_calls((tf.io, tf.image), "decode_jpeg") as decodes:
-        # The decode function is given only to an answer that takes one (the notebook's stub does).
-        try:
-            takes = "decode" in inspect.signature(make).parameters
-            dataset = (
-                make(list(shards), decode=lesson().decode_record) if takes else make(list(shards))
-            )
-        except Exception as exc:  # the learner's code
-            return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
-        try:
-            if int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
-                return not_yet(
-                    "the pipeline repeats forever: leave .repeat() out, one pass is one epoch."
-                )
-            # One iterator: with a global seed, a second would replay the first one's random draws.
-            batches = [(x.numpy(), y.numpy()) for x, y in dataset.repeat(2)]
-        except Exception as exc:  # the learner's code
-            return not_yet(f"reading your pipeline raised {type(exc).__name__}: {exc}")
-        counted = int(decodes.numpy())
-    total = sum(len(y) for _, y in batches)
-    if total != 2 * n_images:
-        return not_yet(f"two epochs gave {total} images, not {n_images} each: no repeat, no drop.")
-    images = np.concatenate([x for x, _ in batches])
-    first, second = (
-        {image.tobytes() for image in part} for part in (images[:n_images], images[n_images:])
-    )
-    if first == second:
-        return not_yet(
-            "the second epoch replayed the first one's images (in some order): "
-            "augmentation before the cache."
-        )
-    if counted != n_images:
-        return not_yet(
-            f"{counted} JPEG decodes for {n_images} images over two epochs: cache right after the "
-            "decode, so that only the first epoch decodes."
-        )
-    return correct(
-        f"{n_images} decodes for two epochs of {n_images} images, and fresh augmentation in each."
-    )
 
 
 def _bench_shards(n: int) -> list[str]:

@@ -123,6 +123,21 @@ def bound_verdict(table: Any) -> str:
             f"less than the model can take ({compute:,.0f} img/s); "
             f"end to end reaches {fraction:.0%} of the compute-only bound{usage}."
         )
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):  # the model ran on a GPU: the cores are not shared
+        gpu = table.loc["end to end"].get("gpu_mean") if "gpu_mean" in table.columns else None
+        kernel = (
+            f"; the GPU ran a kernel {gpu:.0f}% of the time"
+            if gpu is not None and gpu == gpu
+            else ""
+        )
+        return (
+            f"Not input-bound: the pipeline alone gives {data:,.0f} img/s, "
+            f"more than the model's {compute:,.0f}; "
+            f"end to end reaches {fraction:.0%} of the compute-only bound{usage}{kernel}. "
+            "The model ran on the GPU, so the CPU's shared-core limit does not apply."
+        )
     shared = lesson().shared_core_limit(data, compute) / compute
     busy = [table.loc[run].get("cpu_mean") for run in ("data only", "compute only")]
     assumption = (

@@ -99,10 +99,12 @@ class Setting:
 
 @checks.arguments(max_threads=checks.optional(checks.threads), inter=checks.whole(0, 4096))
 def thread_settings(max_threads: int | None = None, inter: int = 1) -> dict[str, Setting]:
-    """``intra`` = 1, 2, ... up to ``max_threads`` (default: the CPUs this process may use), each
-    with ``inter`` inter-op threads."""
+    """``intra`` = 1, 2, 4, ... (powers of two) and ``max_threads`` itself (default: the CPUs this
+    process may use), each with ``inter`` inter-op threads: a many-core server gets a handful of
+    settings, not one per core."""
     cores = whole_number("max_threads", env.usable_cores() if max_threads is None else max_threads)
-    return {f"intra {n}, inter {inter}": Setting(intra=n, inter=inter) for n in range(1, cores + 1)}
+    counts = sorted({2**k for k in range(cores.bit_length()) if 2**k <= cores} | {cores})
+    return {f"intra {n}, inter {inter}": Setting(intra=n, inter=inter) for n in counts}
 
 
 SWEEPS = ("threads", "inter-op threads", "oneDNN", "OpenMP and KMP variables", "allocators")

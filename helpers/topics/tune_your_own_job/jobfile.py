@@ -210,11 +210,32 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
             return not_yet(str(exc))
         except Exception as exc:  # noqa: BLE001 - reading the dataset failed
             return not_yet(f"reading make_dataset({batch_size}) raised {type(exc).__name__}: {exc}")
-        try:
-            sizes = [int(np.shape(b[0])[0]) for b in batches]
-        except (IndexError, TypeError, ValueError) as exc:  # a dict or a scalar as inputs
-            return not_yet(f"the batches are not (inputs, targets) arrays: {type(exc).__name__}")
-        if not sizes or any(n != batch_size for n in sizes[:-1]) or sizes[-1] > batch_size:
+        if any(not isinstance(b, tuple) or len(b) not in (2, 3) for b in batches):
+            return not_yet(
+                f"each batch should be an (inputs, targets) pair, got {type(batches[0]).__name__}"
+                if batches
+                else f"make_dataset({batch_size}) gave no batches"
+            )
+        if len(batches[0]) == 3:  # (inputs, targets, sample weights), which the contract allows
+            zero = int(sum(np.sum(np.asarray(b[2]) <= 0) for b in batches))
+            if zero:
+                return not_yet(
+                    f"model.fit takes the third element as sample weights, and {zero} examples "
+                    "weigh 0 or less: return (inputs, targets) pairs"
+                )
+        if isinstance(batches[0][0], dict):
+            return not_yet(
+                "the inputs are a dict: this exercise's model takes the features as one array, "
+                "the first element of each (inputs, targets) pair"
+            )
+        if np.ndim(batches[0][0]) < np.ndim(features):
+            return not_yet(
+                "the elements are single examples (inputs of shape "
+                f"{list(np.shape(batches[0][0]))}), not batches: end with .batch(batch_size)"
+            )
+        sizes = [int(np.shape(b[0])[0]) for b in batches]
+        # The last batch may be smaller; a shuffle after .batch() moves it, which fit accepts too.
+        if sum(n != batch_size for n in sizes) > 1 or max(sizes) > batch_size:
             return not_yet(
                 f"make_dataset({batch_size}) gave batches of {sorted(set(sizes))} examples, "
                 f"not {batch_size}"
@@ -227,21 +248,36 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
         try:
             inputs = np.concatenate([np.asarray(b[0]) for b in batches])
             targets = np.concatenate([np.asarray(b[1]) for b in batches])
-        except Exception as exc:  # noqa: BLE001 - batches of another shape or kind
-            return not_yet(f"the batches are not (inputs, targets) arrays: {type(exc).__name__}")
-        if inputs.shape != np.shape(features) or targets.shape != np.shape(labels):
-            return not_yet(
-                f"the batches hold inputs {inputs.shape} and targets {targets.shape}, "
-                f"not all of features {np.shape(features)} and labels {np.shape(labels)}"
+            if targets.shape == (len(labels), 1):  # a column of labels: what fit takes, too
+                targets = targets[:, 0]
+            if inputs.shape != np.shape(features) or targets.shape != np.shape(labels):
+                one_hot = targets.ndim == 2 and targets.shape[0] == len(labels)
+                return not_yet(
+                    f"the batches hold inputs {inputs.shape} and targets {targets.shape}, "
+                    f"not all of features {np.shape(features)} and labels {np.shape(labels)}"
+                    + (
+                        "; one-hot targets need another loss: keep the labels as they are"
+                        if one_hot
+                        else ""
+                    )
+                )
+            order = np.lexsort(np.asarray(features).T)
+            mine = np.lexsort(inputs.T)
+            same = np.allclose(inputs[mine], np.asarray(features)[order]) and np.array_equal(
+                targets[mine], np.asarray(labels)[order]
             )
-        order = np.lexsort(np.asarray(features).T)
-        mine = np.lexsort(inputs.T)
-        if not (
-            np.allclose(inputs[mine], np.asarray(features)[order])
-            and np.array_equal(targets[mine], np.asarray(labels)[order])
-        ):
+        except Exception as exc:  # noqa: BLE001 - batches of another shape or kind
+            return not_yet(
+                f"the batches are not (inputs, targets) arrays: {type(exc).__name__}: {exc}"
+            )
+        if not same or targets.dtype != np.asarray(labels).dtype:
             return not_yet(
                 "the (inputs, targets) pairs do not match features and labels example by example"
+                + (
+                    f" (targets are {targets.dtype}, labels {np.asarray(labels).dtype})"
+                    if same
+                    else ""
+                )
             )
     return correct(
         "batches of (inputs, targets), batch_size each, every example once with its own label."

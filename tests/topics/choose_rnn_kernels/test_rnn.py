@@ -39,7 +39,13 @@ def test_unroll_table_grows_the_unrolled_graph_only():
     assert table.loc[(2, "loop"), "graph nodes"] == table.loc[(6, "loop"), "graph nodes"]
     assert table.loc[(6, "unrolled"), "graph nodes"] > table.loc[(2, "unrolled"), "graph nodes"]
     assert (table["step ms"] > 0).all() and calls == [1, 2]
-    assert rnn.unroll_summary(table).startswith("6 steps: unrolling made the first call")
+    summary = rnn.unroll_summary(table)
+    assert summary.startswith("at 2 steps unrolling made the first call"), summary
+    assert (
+        "; at 6 steps, the first call" in summary and "; the training step at 6 steps: " in summary
+    )
+    one_length = table.loc[[6]]
+    assert rnn.unroll_summary(one_length).startswith("at 6 steps unrolling made the first call")
     assert "unrolled vs loop" in rnn.unroll_summary(
         table
     ) or "than loop (quartile ratios" in rnn.unroll_summary(table)
@@ -50,7 +56,7 @@ def test_unroll_table_grows_the_unrolled_graph_only():
 def test_check_cudnn_ready():
     import keras
 
-    assert rnn.check_cudnn_ready(keras.layers.LSTM(4))
+    assert rnn.check_cudnn_ready(keras.layers.LSTM(64, dropout=0.2))
     text = repr(
         rnn.check_cudnn_ready(
             keras.layers.LSTM(4, recurrent_dropout=0.2, unroll=True, activation="relu")

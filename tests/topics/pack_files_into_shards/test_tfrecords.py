@@ -397,9 +397,45 @@ def test_wrong_answers_are_named(tmp_path, data):
     assert "hold 1 and 119 records" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
 
 
-def test_fresh_dir_removes_only_tfrecord_files(tmp_path):
+def test_shards_named_otherwise_are_found_and_mistakes_explained(tmp_path, data):
+    import tensorflow as tf
+
+    images, labels = data
+    out = tfrecords.fresh_dir(tmp_path / "names")
+    lesson.write_shard(out / "validation-0.gz", images[:60], labels[:60], gzip=True)
+    lesson.write_shard(out / "validation-1.TFRec.gz", images[60:], labels[60:], gzip=True)
+    (out / "shards.tfrecord").mkdir()  # a folder with a shard's name is not a shard
+    assert tfrecords.check_two_gzip_shards(out, images, labels)
+    out = tfrecords.fresh_dir(tmp_path / "unnamed")
+    lesson.write_shard(out / "first", images[:60], labels[:60], gzip=True)
+    feedback = repr(tfrecords.check_two_gzip_shards(out, images, labels))
+    assert "0 TFRecord files" in feedback and "other files there: first" in feedback, feedback
+    out = tfrecords.fresh_dir(tmp_path / "no-shape")  # the Summary idiom's Example: no "shape"
+    for index, part in enumerate((slice(0, 60), slice(60, 120))):
+        with tf.io.TFRecordWriter(str(out / f"v-{index}.tfrecord.gz"), "GZIP") as writer:
+            for image, label in zip(images[part], labels[part], strict=True):
+                feature = {
+                    "image": tf.train.Feature(
+                        bytes_list=tf.train.BytesList(value=[image.tobytes()])
+                    ),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
+                writer.write(example.SerializeToString())
+    feedback = repr(tfrecords.check_two_gzip_shards(out, images, labels))
+    assert "not an Example as write_shard writes it" in feedback and "shape" in feedback, feedback
+    missing = repr(tfrecords.check_two_gzip_shards(tmp_path / "exercize", images, labels))
+    assert "is not a folder" in missing, missing
+    one_shard = out / "v-0.tfrecord.gz"  # a shard's path instead of its folder
+    assert "is not a folder" in repr(tfrecords.check_two_gzip_shards(one_shard, images, labels))
+    (out / ".v-2.tfrecord.gz.tmp").write_bytes(b"")  # a hidden temporary file is not a shard
+    assert len(tfrecords.shard_files(out)) == 2
+
+
+def test_fresh_dir_removes_only_files_named_like_shards(tmp_path):
     (tmp_path / "keep.txt").write_text("notes")
     (tmp_path / "old.tfrecord.gz").write_bytes(b"x")
+    (tmp_path / "older.gz").write_bytes(b"x")
     assert tfrecords.fresh_dir(tmp_path) == tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
     with pytest.raises(ValueError, match="is a file"):

@@ -81,6 +81,11 @@ def test_bf16_kernels_takes_the_instructions_and_onednn(
     assert ("slower than float32" in why) is not fast
 
 
+def test_bf16_kernels_without_cpuinfo_is_not_known():  # macOS, Windows
+    got, why = env.bf16_kernels("", True)
+    assert got is None and "no CPU flags to read here" in why and "emulated" not in why
+
+
 def test_bf16_kernels_on_arm_names_the_feature_and_promises_nothing(monkeypatch):
     neoverse_v1 = (
         "processor\t: 0\nFeatures\t: fp asimd evtstrm aes sha2 crc32 atomics i8mm bf16 sve\n"

@@ -244,6 +244,23 @@ def test_bound_verdict_reads_the_three_throughputs():
     assert pipelines.bound_verdict(table(500, 1000, 400)).startswith(
         "Input-bound: the pipeline alone gives 500 img/s"
     )
+    no_reading = table(3000, 1000, 700).assign(gpu_mean=[None, None, None])
+    assert pipelines.bound_verdict(no_reading) == fed  # TensorFlow sees no GPU: the CPU-only line
+
+
+def test_bound_verdict_with_a_gpu_drops_the_shared_core_limit(monkeypatch):
+    import pandas as pd
+    import tensorflow as tf
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: ["GPU:0"])
+    frame = pd.DataFrame(
+        {"images_per_s": [3000, 1000, 700], "cpu_mean": [None, None, 40.0]},
+        index=["data only", "compute only", "end to end"],
+    )
+    line = pipelines.bound_verdict(frame.assign(gpu_mean=[None, 95.0, 71.5]))
+    assert "the GPU ran a kernel 72% of the time" in line and "most to expect" not in line
+    no_nvml = pipelines.bound_verdict(frame)  # a GPU that NVML cannot read (Metal, no nvidia-ml-py)
+    assert "does not apply" in no_nvml and "ran a kernel" not in no_nvml
 
 
 def test_buffer_summary_reads_both_orders():

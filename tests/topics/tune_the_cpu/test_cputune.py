@@ -264,6 +264,10 @@ def test_named_sweeps():
         "intra 2, inter 2",
         "intra 3, inter 2",
     ]
+    assert list(cputune.thread_settings(64)) == [
+        f"intra {n}, inter 1" for n in (1, 2, 4, 8, 16, 32, 64)
+    ]
+    assert list(cputune.thread_settings(6))[-2:] == ["intra 4, inter 1", "intra 6, inter 1"]
     for kind in cputune.SWEEPS:
         assert cputune.sweep_settings(kind)
     kmp = list(cputune.sweep_settings("OpenMP and KMP variables").values())[-1]

@@ -1,0 +1,134 @@
+"""Notebook 07's exercise check: cache after the decode, augment after the cache, parallel maps."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from helpers import checks
+from helpers.exercises import Feedback, correct, counting_calls, not_yet
+from helpers.topics.tune_input_pipeline.pipelines_measure import MAX_IMAGES, lesson
+
+READERS = ("TFRecordDataset", "Interleave", "FlatMap")  # ops that turn file names into records
+
+
+def pipeline_faults(dataset: Any) -> list[str]:
+    """What the dataset's graph (as built, before tf.data's own rewrites) shows against the
+    exercise: a shuffle of records between the reader and the cache, or a map without parallel
+    calls. Empty where the graph cannot be read (nothing to say, rather than a wrong word)."""
+    import tensorflow as tf
+
+    graph = tf.compat.v1.GraphDef()
+    try:
+        graph.ParseFromString(
+            tf.raw_ops.DatasetToGraphV2(
+                input_dataset=dataset._variant_tensor,  # noqa: SLF001 - the one handle to the graph
+                external_state_policy=1,  # ignore: random augmentation is stateful on purpose
+            ).numpy()
+        )
+    except Exception:  # a dataset TensorFlow cannot serialize
+        return []
+    nodes = {node.name: node for node in graph.node}
+
+    def shuffled_records(name: str) -> bool:  # walks up from a cache, stopping at the reader
+        for source in nodes[name].input:
+            node = nodes.get(source.split(":")[0].lstrip("^"))
+            if node is None or "Dataset" not in node.op or any(r in node.op for r in READERS):
+                continue  # a constant, or the reader: a shuffle of file names above it is fine
+            if node.op.startswith("ShuffleDataset") or shuffled_records(node.name):
+                return True
+        return False
+
+    faults = []
+    if any(n.op.startswith("CacheDataset") and shuffled_records(n.name) for n in graph.node):
+        faults.append(
+            "a shuffle before the cache: the cache keeps the first epoch's order and replays it. "
+            "Shuffle after the cache."
+        )
+    sequential = [n for n in graph.node if n.op == "MapDataset"]
+    for n in (
+        graph.node
+    ):  # ParallelMapDatasetV2(input, captured..., num_parallel_calls): 1 is one thread
+        inputs = [name for name in n.input if not name.startswith("^")]
+        if n.op.startswith("ParallelMapDataset") and len(inputs) > 1:
+            calls = nodes.get(inputs[-1].split(":")[0])
+            if calls is not None and calls.op == "Const":
+                if tf.make_ndarray(calls.attr["value"].tensor).item() == 1:
+                    sequential.append(n)
+    if sequential:
+        faults.append(
+            f"{len(sequential)} map(s) on one thread: make the maps parallel, "
+            "map(..., num_parallel_calls=tf.data.AUTOTUNE)."
+        )
+    return faults
+
+
+@checks.arguments(n_images=checks.whole(1, MAX_IMAGES))
+def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback:
+    """Exercise (07): ``make(shards)`` reads each image once per epoch, decodes each only in the
+    first of two epochs (JPEG decodes counted), augments afresh (not the same images, in any
+    order) and maps in parallel."""
+    import numpy as np
+    import tensorflow as tf
+
+    epochs: list[set[bytes]] = [set(), set()]
+    seen = 0
+    with (
+        counting_calls((tf.io, tf.image), "decode_jpeg") as jpegs,
+        counting_calls((tf.io, tf.image), "decode_image") as images,
+    ):
+        # The decode function is given only to an answer that takes one (the notebook's stub does).
+        try:
+            takes = "decode" in inspect.signature(make).parameters
+            dataset = (
+                make(list(shards), decode=lesson().decode_record) if takes else make(list(shards))
+            )
+        except Exception as exc:  # the learner's code
+            return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
+        try:
+            if int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
+                return not_yet(
+                    "the pipeline repeats forever: leave .repeat() out, one pass is one epoch."
+                )
+            # One iterator: with a global seed, a second would replay the first one's random draws.
+            for element in dataset.repeat(2):
+                batch = np.asarray(element[0])
+                if batch.ndim != 4:
+                    return not_yet(
+                        f"each element should be a batch of images [batch, height, width, 3], "
+                        f"got shape {list(batch.shape)}: end the pipeline with .batch(64)."
+                    )
+                for image in batch:  # hashes, not images: two epochs at full size fit anywhere
+                    epochs[min(seen // n_images, 1)].add(hashlib.sha1(image.tobytes()).digest())
+                    seen += 1
+        except Exception as exc:  # the learner's code
+            return not_yet(f"reading your pipeline raised {type(exc).__name__}: {exc}")
+        counted = int(jpegs.numpy()) + int(images.numpy())
+    if seen != 2 * n_images:
+        return not_yet(f"two epochs gave {seen} images, not {n_images} each: no repeat, no drop.")
+    if epochs[0] == epochs[1]:
+        return not_yet(
+            "the second epoch replayed the first one's images (in some order): the augmentation "
+            "is cached (augmentation before the cache), or its seeds repeat every epoch "
+            "(Dataset.random needs rerandomize_each_iteration=True)."
+        )
+    if counted == 0:
+        return not_yet(
+            "no JPEG was decoded in either epoch: the images came from somewhere already filled, "
+            "a cache file from an earlier run (cache(filename) keeps it; use cache() in memory, "
+            "or delete the file) or a dataset cached before: build the pipeline from `paths`."
+        )
+    if counted != n_images:
+        return not_yet(
+            f"{counted} JPEG decodes for {n_images} images over two epochs: cache right after the "
+            "decode, so that only the first epoch decodes."
+        )
+    faults = pipeline_faults(dataset)
+    if faults:
+        return not_yet(faults[0])
+    return correct(
+        f"{n_images} decodes for two epochs of {n_images} images, fresh augmentation in each, "
+        "and parallel maps."
+    )
