@@ -2,5 +2,5 @@
 
 ``profiling``, ``capstone``, ``capstone_stages``: XPlane traces as tables; the naive-to-tuned
 job, its table, report and figure; one stage's program run in a fresh process. Notebook 16 reads
-its traces with ``profiling``.
+its traces with ``profiling``. ``profiling_check``: the exercise check.
 """
