@@ -185,6 +185,8 @@ def speedups():
 
 
 def _most_varied_answers():
+    import numpy as np
+
     def stub(table): ...
 
     def solution(table):
@@ -260,12 +262,13 @@ def _most_varied_answers():
             "made-up",
         ),
         ("a machine's name", machine, False, "a machine (a column)"),
+        ("spread of the logs", other(lambda t: np.log(t).std(axis=1)), False, "made-up room"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(17),
+    range(18),
     ids=[
         "stub",
         "solution",
@@ -284,6 +287,7 @@ def _most_varied_answers():
         "dropna",
         "fillna",
         "machine",
+        "log-std",
     ],
 )
 def test_most_varied_grader(row, speedups):
@@ -785,6 +789,7 @@ FASTEST = [
     ("a tie inside the spread", "intra 4, inter 1", True, "a tie on this machine"),
     ("the slowest", "intra 1, inter 1", False, "intra 2, inter 1 ran faster"),
     ("another spelling of the solution", "Intra=2, inter=1 ", True, "was the fastest"),
+    ("a trailing comma", "intra 2, inter 1,", True, "was the fastest"),
     ("a setting name with a typo", "intra 2, inner 1", False, "is not one of the settings"),
 ]
 
@@ -814,6 +819,7 @@ def test_fastest_grader_takes_tables_as_they_come(tmp_path):
     table.to_csv(tmp_path / "sweep.csv", index=False)  # the empty error column comes back as NaN
     reloaded = pd.read_csv(tmp_path / "sweep.csv")
     judge(cputune.check_fastest(reloaded, "conv_step", "intra 2, inter 1"), True, "was the fastest")
+    judge(cputune.check_fastest(table, ["conv_step"], "intra 2, inter 1"), False, "as text")
 
 
 # --- 13: TF_CONFIG for the third of three workers ------------------------------------------------
@@ -1669,6 +1675,12 @@ def _graph_answers():
             body(x)
         return graph
 
+    def build_any(body):  # the input as a placeholder of any length, as notebook 05 teaches
+        graph = tf.Graph()
+        with graph.as_default():
+            body(tf.compat.v1.placeholder(tf.float32, [None]))
+        return graph
+
     def twice(x):
         first, second = tf.convert_to_tensor(small), tf.convert_to_tensor(small)
         return [x + (first if i % 2 else second) for i in range(10)]
@@ -1715,6 +1727,13 @@ def _graph_answers():
         ("a GraphDef", build(lambda x: x + 1.0).as_graph_def(), False, "must be a tf.Graph"),
         ("the array dropped", build(lambda x: [x + 1.0 for _ in range(10)]), False, "keep all ten"),
         ("x + x", build(lambda x: [x + x for _ in range(10)]), False, "keep all ten"),
+        ("x + 2 * x", build(lambda x: [x + 2.0 * x for _ in range(10)]), False, "keep all ten"),
+        (
+            "a placeholder of any length",
+            build_any(lambda x: [x + v for v in [tf.convert_to_tensor(small)] for _ in range(10)]),
+            True,
+            "at most once",
+        ),
         (
             "tf.math.add_n",
             build(
@@ -1737,6 +1756,8 @@ GRAPH_IDS = [
     "graphdef",
     "dropped",
     "x-plus-x",
+    "x-plus-2x",
+    "any-length",
     "add_n",
 ]
 
@@ -2064,13 +2085,26 @@ def _contract_answers():
                 False,
                 "targets are bool",
             ),
+            (
+                "int32-labels",
+                lambda b: pairs().map(lambda x, y: (x, tf.cast(y, tf.int32))).batch(b),
+                True,
+                "once",
+            ),
+            ("empty", lambda b: pairs().skip(256).batch(b), False, "gave no batches"),
+            (
+                "features-as-targets",
+                lambda b: tf.data.Dataset.from_tensor_slices((features, features)).batch(b),
+                False,
+                "not all of features",
+            ),
         ],
     )
 
 
 @pytest.mark.parametrize(
     "row",
-    range(18),
+    range(21),
     ids=[
         "stub",
         "solution",
@@ -2090,6 +2124,9 @@ def _contract_answers():
         "labels-as-weights",
         "one-hot",
         "bool-labels",
+        "int32-labels",
+        "empty",
+        "features-as-targets",
     ],
 )
 def test_make_dataset_contract_grader(row):

@@ -12,13 +12,13 @@ def _most_varied(speedups: Any) -> str:
 
 def _made_up_room() -> Any:
     """Four made-up machines whose rows tell max/min apart from other measures: std/mean,
-    max/mean and (max - min)/mean pick row C, mean/min row D, dropping or filling gaps row C or
-    F; max/min, skipping gaps, picks row A."""
+    max/mean and (max - min)/mean pick row C, mean/min row D, the spread of the logs row G,
+    dropping gaps row C, filling them with 1.0 row F; max/min, skipping gaps, picks row A."""
     import pandas as pd
 
     nan = float("nan")
     rows = {"A": [0.25, 0.3, nan, 1.0], "C": [1, 1, 1, 3.9], "D": [1, 3.9, 3.9, 3.9]}
-    rows["F"] = [nan, 4.5, 4.6, 4.5]
+    rows.update(F=[nan, 4.5, 4.6, 4.5], G=[1, 1, 3.8, 3.8])  # G: the spread of the logs
     return pd.DataFrame.from_dict(
         {f"made-up row {k}": v for k, v in rows.items()}, orient="index", columns=list("wxyz")
     )

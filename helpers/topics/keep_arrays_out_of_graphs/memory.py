@@ -224,13 +224,18 @@ def check_graph_is_small(graph: Any, limit_bytes: int = 64 * 1024) -> Feedback:
     if not isinstance(graph, tf.Graph):
         return not_yet(f"fixed must be a tf.Graph, got {type(graph).__name__}.")
 
-    def large(tensor: Any) -> bool:  # the input or the array, not a scalar such as 1.0
-        return tensor.shape.is_fully_defined() and tensor.shape.num_elements() * 4 > limit_bytes
+    sources = ("Const", "Placeholder", "PlaceholderV2", "ReadVariableOp", "VariableV2", "Identity")
 
-    adds = [  # an add of two different large tensors: the input and the array
+    def array_like(tensor: Any) -> bool:  # the input or the array: a source, not a scalar or x * 2
+        shape = tensor.shape
+        big = not shape.is_fully_defined() or shape.num_elements() * 4 > limit_bytes
+        return big and tensor.op.type in sources
+
+    adds = [  # an add of two different array-sized sources: the input and the array
         op
         for op in graph.get_operations()
-        if op.type in ("AddV2", "Add", "AddN") and len({t.ref() for t in op.inputs if large(t)}) > 1
+        if op.type in ("AddV2", "Add", "AddN")
+        and len({t.ref() for t in op.inputs if array_like(t)}) > 1
     ]
     if len(adds) < 10:
         return not_yet(

@@ -92,9 +92,15 @@ def check_no_retracing(fn: Any) -> Feedback:
                         f"scale(v) should return v * 3.0: for {v.numpy()} it gave {result}."
                     )
         except Exception as exc:  # the learner's code
+            signature = getattr(fn, "input_signature", None)  # a hint only where one refused it
+            hint = (
+                " (TensorSpec([None], tf.float32) in input_signature takes any length, in float32)"
+                if signature and isinstance(exc, TypeError | ValueError)
+                else ""
+            )
             return not_yet(
-                f"calling it on a float32 vector of length {n} raised {type(exc).__name__}: {exc} "
-                "(input_signature=[tf.TensorSpec([None], tf.float32)] takes any length, in float32)"
+                f"calling it on a float32 vector of length {n} raised {type(exc).__name__}: {exc}"
+                + hint
             )
     if concrete:
         return correct("a concrete function: one trace, and it takes every length.")

@@ -200,7 +200,7 @@ def run_sweep(
 
 def _spelling(setting: Any) -> str:
     """A setting's name for matching: case, spaces, commas and "=" do not matter."""
-    return re.sub(r"[\s,=]+", " ", str(setting).strip().lower())
+    return re.sub(r"[\s,=]+", " ", str(setting).lower()).strip()
 
 
 def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
@@ -210,6 +210,10 @@ def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
         table.columns
     ):
         return not_yet("pass the table a sweep returned")
+    if not isinstance(workload, str):
+        return not_yet(
+            f"name the workload as text, such as 'conv_step'; got {type(workload).__name__}"
+        )
     if not isinstance(choice, str):
         return not_yet(
             "name the setting as text, one of the table's 'setting' column; "

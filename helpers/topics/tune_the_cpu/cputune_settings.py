@@ -100,10 +100,12 @@ class Setting:
 @checks.arguments(max_threads=checks.optional(checks.threads), inter=checks.whole(0, 4096))
 def thread_settings(max_threads: int | None = None, inter: int = 1) -> dict[str, Setting]:
     """``intra`` = 1, 2, 4, ... (powers of two) and ``max_threads`` itself (default: the CPUs this
-    process may use), each with ``inter`` inter-op threads: a many-core server gets a handful of
-    settings, not one per core."""
+    process may use, and the physical core count too), each with ``inter`` inter-op threads: a
+    many-core server gets a handful of settings, not one per core."""
     cores = whole_number("max_threads", env.usable_cores() if max_threads is None else max_threads)
-    counts = sorted({2**k for k in range(cores.bit_length()) if 2**k <= cores} | {cores})
+    physical = env.cpu_info()["physical_cores"] if max_threads is None else 0  # hyper-threads aside
+    counts = {2**k for k in range(cores.bit_length()) if 2**k <= cores} | {cores}
+    counts = sorted(counts | ({physical} if 0 < physical < cores else set()))
     return {f"intra {n}, inter {inter}": Setting(intra=n, inter=inter) for n in counts}
 
 

@@ -210,25 +210,25 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
             return not_yet(str(exc))
         except Exception as exc:  # noqa: BLE001 - reading the dataset failed
             return not_yet(f"reading make_dataset({batch_size}) raised {type(exc).__name__}: {exc}")
-        if any(not isinstance(b, tuple) or len(b) not in (2, 3) for b in batches):
+        if not batches:
+            return not_yet(f"make_dataset({batch_size}) gave no batches")
+        try:  # the element spec is a pair or a triple (jobfile.dataset checked it)
+            weights = [np.asarray(b[2]) for b in batches] if len(batches[0]) == 3 else []
+            zero = int(sum(np.sum(w <= 0) for w in weights))  # sample weights, as fit reads them
+            single = np.ndim(batches[0][0]) < np.ndim(features)
+        except Exception as exc:  # noqa: BLE001 - inputs of uneven shapes, text weights
+            return not_yet(f"the batches are not (inputs, targets) arrays: {type(exc).__name__}")
+        if zero:
             return not_yet(
-                f"each batch should be an (inputs, targets) pair, got {type(batches[0]).__name__}"
-                if batches
-                else f"make_dataset({batch_size}) gave no batches"
+                f"model.fit takes the third element as sample weights, and {zero} examples "
+                "weigh 0 or less: return (inputs, targets) pairs"
             )
-        if len(batches[0]) == 3:  # (inputs, targets, sample weights), which the contract allows
-            zero = int(sum(np.sum(np.asarray(b[2]) <= 0) for b in batches))
-            if zero:
-                return not_yet(
-                    f"model.fit takes the third element as sample weights, and {zero} examples "
-                    "weigh 0 or less: return (inputs, targets) pairs"
-                )
         if isinstance(batches[0][0], dict):
             return not_yet(
                 "the inputs are a dict: this exercise's model takes the features as one array, "
                 "the first element of each (inputs, targets) pair"
             )
-        if np.ndim(batches[0][0]) < np.ndim(features):
+        if single:
             return not_yet(
                 "the elements are single examples (inputs of shape "
                 f"{list(np.shape(batches[0][0]))}), not batches: end with .batch(batch_size)"
@@ -251,7 +251,8 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
             if targets.shape == (len(labels), 1):  # a column of labels: what fit takes, too
                 targets = targets[:, 0]
             if inputs.shape != np.shape(features) or targets.shape != np.shape(labels):
-                one_hot = targets.ndim == 2 and targets.shape[0] == len(labels)
+                rows = targets.ndim == 2 and np.allclose(targets.sum(axis=1), 1)
+                one_hot = rows and np.isin(targets, (0, 1)).all()
                 return not_yet(
                     f"the batches hold inputs {inputs.shape} and targets {targets.shape}, "
                     f"not all of features {np.shape(features)} and labels {np.shape(labels)}"
@@ -270,14 +271,11 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
             return not_yet(
                 f"the batches are not (inputs, targets) arrays: {type(exc).__name__}: {exc}"
             )
-        if not same or targets.dtype != np.asarray(labels).dtype:
+        if targets.dtype.kind not in "iuf":  # int32 or float labels train as well; bool does not
+            return not_yet(f"the targets are {targets.dtype}: cast the labels to a number type")
+        if not same:
             return not_yet(
                 "the (inputs, targets) pairs do not match features and labels example by example"
-                + (
-                    f" (targets are {targets.dtype}, labels {np.asarray(labels).dtype})"
-                    if same
-                    else ""
-                )
             )
     return correct(
         "batches of (inputs, targets), batch_size each, every example once with its own label."
