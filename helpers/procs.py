@@ -125,11 +125,11 @@ def _check(args: Any, env: Any, timeout: Any, cwd: Any) -> None:
                 f"env must map strings to strings, got {checks._show(env)} ({type(env).__name__})"
             )
         for key, value in env.items():
-            if not isinstance(key, str) or not isinstance(value, str):
+            if not isinstance(key, str) or not (isinstance(value, str) or value is None):
                 raise checks.BadType(
                     f"env must map strings to strings, got {checks._show(dict(env))}"
                 )
-            if not _ENV_NAME.fullmatch(key) or "\0" in value:
+            if not _ENV_NAME.fullmatch(key) or "\0" in (value or ""):
                 raise ValueError(
                     "env names must be non-empty without '=' or NUL, values without NUL; "
                     f"got {key!r}"
@@ -173,18 +173,20 @@ def _finish(
 def run(
     args: Sequence[str],
     *,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     timeout: float = 300.0,
     cwd: str | None = None,
 ) -> ChildResult:
-    """Run ``args`` (a list, no shell) with ``env`` added to this process's environment; raise
+    """Run ``args`` (a list, no shell) with ``env`` added to this process's environment (a None
+    value removes that variable); raise
     ``ChildError`` with its last lines if it exits non-zero, dies from a signal, runs past
     ``timeout`` seconds or leaves a process running. The child and everything it started (even
     in a session of its own) never outlive the call."""
     _check(args, env, timeout, cwd)
     reaper.become_subreaper()
     before = reaper.descendants()
-    token, full_env = reaper.marked_env({**os.environ, **(env or {})})
+    merged = {**os.environ, **(env or {})}
+    token, full_env = reaper.marked_env({k: v for k, v in merged.items() if v is not None})
     started = time.perf_counter()
     child = subprocess.Popen(
         list(args),

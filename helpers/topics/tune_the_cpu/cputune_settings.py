@@ -25,6 +25,17 @@ def _is_elf(path: str) -> bool:
         return False
 
 
+# Variables a sweep sets: a learner's own exported value would otherwise reach every baseline.
+# (TF_ENABLE_ONEDNN_OPTS and ONEDNN_MAX_CPU_ISA are inherited on purpose: they play other CPUs.)
+TUNED = (
+    "OMP_NUM_THREADS",
+    "KMP_AFFINITY",
+    "KMP_BLOCKTIME",
+    "LD_PRELOAD",
+    "ONEDNN_DEFAULT_FPMATH_MODE",
+)
+
+
 @dataclass(frozen=True)
 class Setting:
     """How one child process starts: TensorFlow's thread pools (0 = TF's default, all cores),
@@ -72,9 +83,11 @@ class Setting:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.extra_env.items()):
             raise ValueError(f"extra_env must map names to strings, got {dict(self.extra_env)!r}")
 
-    def env(self) -> dict[str, str]:
-        """The environment variables this setting adds to the child's."""
-        env = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+    def env(self) -> dict[str, str | None]:
+        """The environment variables this setting adds to the child's; None removes one the
+        notebook's own environment may hold, so that a baseline is the library's default."""
+        env: dict[str, str | None] = {name: None for name in TUNED}
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"
         if self.onednn is not None:
             env["TF_ENABLE_ONEDNN_OPTS"] = "1" if self.onednn else "0"
         if self.omp_threads is not None:

@@ -16,14 +16,39 @@ def test_setting_env_and_label(tmp_path):
     lib = tmp_path / "libtcmalloc_minimal.so.4"
     lib.write_bytes(b"\x7fELF")  # a shared library's first bytes: the setting checks them
     s = cputune.Setting(intra=1, inter=2, onednn=False, omp_threads=1, allocator=str(lib))
+    unset = {"KMP_AFFINITY": None, "KMP_BLOCKTIME": None, "ONEDNN_DEFAULT_FPMATH_MODE": None}
     assert s.env() == {
+        **unset,
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "TF_ENABLE_ONEDNN_OPTS": "0",
         "OMP_NUM_THREADS": "1",
         "LD_PRELOAD": str(lib),
     }
     assert s.describe() == "intra 1, inter 2, oneDNN off, OMP 1, tcmalloc_minimal"
-    assert cputune.Setting().env() == {"TF_CPP_MIN_LOG_LEVEL": "2"}
+    baseline = cputune.Setting().env()  # a learner's exported values do not reach a baseline
+    assert baseline == {
+        **unset,
+        "OMP_NUM_THREADS": None,
+        "LD_PRELOAD": None,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+
+
+def test_a_child_does_not_inherit_what_a_baseline_leaves_unset(monkeypatch):
+    import sys
+
+    from helpers import procs
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.setenv("ONEDNN_DEFAULT_FPMATH_MODE", "BF16")
+    names = "'OMP_NUM_THREADS', 'ONEDNN_DEFAULT_FPMATH_MODE'"
+    show = f"import os; print(*(os.environ.get(n) for n in ({names})))"
+    out = procs.run([sys.executable, "-c", show], env=cputune.Setting().env()).stdout.split()
+    assert out == ["None", "None"]
+    out = procs.run(
+        [sys.executable, "-c", show], env=cputune.Setting(omp_threads=2).env()
+    ).stdout.split()
+    assert out == ["2", "None"]
 
 
 @pytest.mark.parametrize(
