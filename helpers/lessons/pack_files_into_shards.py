@@ -64,6 +64,24 @@ def decode_image(image_bytes, shape, encoding="raw"):
     return tf.reshape(tf.io.decode_raw(image_bytes, tf.uint8), shape)
 
 
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_shard_safely(path, images, labels, encoding="raw", gzip=False):
+    """write_shard under a hidden temporary name in the shard's own folder, then moved into place in
+    one step: a reader sees no shard or the whole shard, never half of one, even if the write stops."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # same file system
+    os.close(fd)
+    try:
+        write_shard(tmp, images, labels, encoding, gzip)
+        os.replace(tmp, path)  # atomic within one file system
+    finally:
+        Path(tmp).unlink(missing_ok=True)  # left only if the write failed
+
+
 from helpers import checks
 
 

@@ -12,9 +12,7 @@ shards that are up to date, and ``verify`` reads every shard back against the so
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -114,15 +112,9 @@ def convert(
         ):
             shards.append(Shard(**old))
             continue
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
-        os.close(fd)
-        try:
-            lesson.write_shard(tmp, images[start:stop], labels[start:stop], encoding, gzip)
-            shard = Shard(name, stop - start, sha256_of(Path(tmp)), source)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-        shards.append(shard)
+        # Notebook 06's write_shard_safely: a temporary name, then os.replace.
+        lesson.write_shard_safely(path, images[start:stop], labels[start:stop], encoding, gzip)
+        shards.append(Shard(name, stop - start, sha256_of(path), source))
         manifest[split] = {"options": options, "shards": [s.__dict__ for s in shards]}
         fileio.atomic_write_text(out_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     # Shards of an earlier, differently sized run are no longer part of the split.
