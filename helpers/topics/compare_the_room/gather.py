@@ -25,7 +25,8 @@ from helpers.topics.compare_the_room.gather_files import (
     GatherError,
     Result,
     load,
-)  # load re-exported: notebook 15 calls it
+)  # load and label_of re-exported: notebook 15 calls them
+from helpers.topics.compare_the_room.gather_files import label_of as label_of
 
 
 def table(results: Sequence[Result], kind: str = "speed-up") -> Any:

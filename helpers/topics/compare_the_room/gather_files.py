@@ -54,6 +54,13 @@ def read(path: Path, label: str) -> Result:
     )
 
 
+def label_of(path: Path, folder: Path) -> str:
+    """A result's name in the room: its path under ``folder`` without ``.json`` or a last
+    ``/bench`` (``alice/bench.json`` is ``alice``, ``bob.json`` is ``bob``)."""
+    label = Path(path).relative_to(folder).with_suffix("").as_posix()
+    return label[: -len("/bench")] if label.endswith("/bench") else label
+
+
 def load(folder: str | Path) -> tuple[list[Result], list[str]]:
     """Every bench result under ``folder``, and one line per file skipped or worth a warning."""
     folder = Path(folder)
@@ -66,10 +73,8 @@ def load(folder: str | Path) -> tuple[list[Result], list[str]]:
         )
     results, notes = [], []
     for path in files:
-        label = str(path.relative_to(folder).with_suffix(""))
-        label = label[: -len("/bench")] if label.endswith("/bench") else label
         try:
-            results.append(read(path, label))
+            results.append(read(path, label_of(path, folder)))
         except ValueError as exc:
             notes.append(f"skipped {path.relative_to(folder)}: {exc}")
     if not results:

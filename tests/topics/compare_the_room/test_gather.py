@@ -330,3 +330,9 @@ def test_one_result_sent_twice_is_named_and_both_are_kept(tmp_path):
     ]
     _, notes = gather.load(room)  # three different runs of one machine: no such note
     assert not [n for n in notes if "sent twice" in n]
+
+
+def test_label_of_names_a_file_as_the_room_table_does(tmp_path):
+    assert gather.label_of(tmp_path / "alice" / "bench.json", tmp_path) == "alice"
+    assert gather.label_of(tmp_path / "bob.json", tmp_path) == "bob"
+    assert gather.label_of(tmp_path / "team" / "carol" / "bench.json", tmp_path) == "team/carol"

@@ -279,6 +279,30 @@ def test_memory_map_readers():
     assert cpu_report._openmp_runtime("/usr/lib/libc.so.6\n") == "none"
 
 
+def test_thread_sweep_times_the_physical_core_count(monkeypatch):
+    from helpers.topics.tune_the_cpu import cputune_settings
+
+    info = {**env.cpu_info(), "physical_cores": 6}  # a 6-core, 12-thread laptop
+    monkeypatch.setattr(cputune_settings.env, "usable_cores", lambda: 12)
+    monkeypatch.setattr(cputune_settings.env, "cpu_info", lambda: info)
+    assert [int(name.split()[1].rstrip(",")) for name in cputune.thread_settings()] == [
+        1,
+        2,
+        4,
+        6,
+        8,
+        12,
+    ]
+    info["physical_cores"] = 0  # psutil could not tell
+    assert [int(name.split()[1].rstrip(",")) for name in cputune.thread_settings()] == [
+        1,
+        2,
+        4,
+        8,
+        12,
+    ]
+
+
 def test_named_sweeps():
     cores = env.usable_cores()
     threads = cputune.thread_settings()
