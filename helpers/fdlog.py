@@ -3,9 +3,10 @@ placement log as a table (plumbing for notebooks 02-04 and any cell that must ke
 out of a notebook).
 
 TensorFlow's C++ runtime writes placement lines to file descriptors 1 and 2 directly, below
-Python's ``sys.stdout``: ``contextlib.redirect_stdout`` sees nothing, a Jupyter kernel under
-nbval drops them, and JupyterLab shows them raw. ``capture_fds`` points both descriptors at
-temporary files for the duration of a block and always puts them back.
+Python's ``sys.stdout``: ``contextlib.redirect_stdout`` sees nothing, and without a capture they
+land wherever the descriptors point (a cell's output, or the terminal that started Jupyter).
+``capture_fds`` points both descriptors at temporary files for the duration of a block and always
+puts them back.
 """
 
 from __future__ import annotations

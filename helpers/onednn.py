@@ -51,7 +51,10 @@ def kernel_summary(per_policy: dict[str, Any], cpuinfo: str | None = None) -> st
     lines = []
     for policy, times in per_policy.items():
         if len(times) == 0:
-            why = "oneDNN is off or capped"
+            why = (
+                "oneDNN is off or capped, TensorFlow does not hand this type to oneDNN on this "
+                "CPU, or a GPU ran it"
+            )
             if "float16" in policy and "bfloat16" not in policy:
                 taken, reason = float16_kernels(cpuinfo, onednn=True)
                 why = why if taken else reason

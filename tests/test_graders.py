@@ -151,8 +151,42 @@ def _warmup_answers():
         chain = new_function()
         return timing.time_once(chain, x), timing.measure(chain, x, repeats=3)
 
+    def with_tf_timestamp():  # TensorFlow's own clock: a scalar tensor of seconds
+        chain = new_function()
+        start = tf.timestamp()
+        chain(x).numpy()
+        return tf.timestamp() - start, timing.measure(chain, x, repeats=10)
+
+    def in_nanoseconds():
+        import time
+
+        chain = new_function()
+        start = time.perf_counter_ns()
+        chain(x).numpy()
+        return time.perf_counter_ns() - start, timing.measure(chain, x, repeats=10)
+
     return [
         ("stub", lambda: (None, None), False, "first must be the seconds"),
+        ("tf.timestamp", with_tf_timestamp, True, "that is tracing"),
+        ("nanoseconds", in_nanoseconds, False, "are both in seconds?"),
+        (
+            "a NumPy bool",
+            lambda: (__import__("numpy").True_, solution()[1]),
+            False,
+            "first must be the seconds",
+        ),
+        (
+            "a Timing of zeros",
+            lambda: (0.1, timing.Timing("f", (0.0,) * 10)),
+            False,
+            "not a time in seconds",
+        ),
+        (
+            "a Timing of strings",
+            lambda: (0.1, timing.Timing("f", ("a",) * 10)),
+            False,
+            "not a time in seconds",
+        ),
         ("solution", solution, True, "that is tracing"),
         ("perf_counter by hand", first_call_by_hand, True, "that is tracing"),
         ("already traced", already_traced, False, "already traced"),
@@ -162,11 +196,11 @@ def _warmup_answers():
     ]
 
 
-@pytest.mark.parametrize(
-    "row",
-    range(7),
-    ids=["stub", "solution", "perf_counter", "already-traced", "three-repeats", "string", "nan"],
-)
+WARMUP_IDS = ["stub", "tf-timestamp", "nanoseconds", "numpy-bool", "zeros", "strings", "solution"]
+WARMUP_IDS += ["perf_counter", "already-traced", "three-repeats", "string", "nan"]
+
+
+@pytest.mark.parametrize("row", range(len(WARMUP_IDS)), ids=WARMUP_IDS)
 def test_warmup_grader(row):
     from helpers.topics.start_here import start
 
@@ -535,6 +569,48 @@ AFFINE = [
         False,
         "must be a tf.Graph",
     ),
+    (
+        "w @ x, the operands swapped",
+        lambda: _graph(lambda tf, x, w: tf.matmul(w, x) + 0.5),
+        False,
+        "is it x @ w, not w @ x?",
+    ),
+    (
+        "x unused",
+        lambda: _graph(lambda tf, x, w: tf.matmul(tf.ones([1, 3]), w) + tf.reduce_sum(x)),
+        False,
+        "the matmul must multiply x by w",
+    ),
+    (
+        "einsum with w written first",
+        lambda: _graph(lambda tf, x, w: tf.einsum("jk,ij->ik", w, x) + tf.constant([1.0, 2.0])),
+        True,
+        "ops",
+    ),
+    (
+        "tensordot",
+        lambda: _graph(lambda tf, x, w: tf.tensordot(x, w, 1) + tf.constant([1.0, 2.0])),
+        True,
+        "ops",
+    ),
+    (
+        "b from a one-operand einsum",
+        lambda: _graph(lambda tf, x, w: x @ w + tf.einsum("ij->j", tf.ones([3, 2]))),
+        True,
+        "ops",
+    ),
+    (
+        "b a variable",
+        lambda: _graph(lambda tf, x, w: x @ w + tf.Variable([1.0, 2.0], name="b")),
+        False,
+        "only w is one; b is a constant",
+    ),
+    (
+        "the add beside the matmul",
+        lambda: _graph(lambda tf, x, w: [x @ w, tf.constant(1.0) + 2.0][0]),
+        False,
+        "the add must take the matmul's result",
+    ),
 ]
 
 
@@ -631,6 +707,21 @@ TOWERS = [
     ),
     ("called before log.run: an empty log", "right", [], False, "on its first call only"),
     ("a table without kernels", "right", "no kernel column", False, "pass the table that log.run"),
+    (
+        "eager (no tf.function)",
+        "right",
+        [("MatMul", "MatMul", "CPU:2"), ("MatMul", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
+        False,
+        "make my_towers a tf.function",
+    ),
+    (
+        "NaN",
+        "nan",
+        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
+        False,
+        "differs from batch^T batch",
+    ),
+    ("no matmul", "right", [("AddN", "AddN", "CPU:0")], False, "the table shows no matmul"),
 ]
 
 
@@ -641,6 +732,8 @@ def test_towers_grader(row):
     from helpers.topics.split_work_into_towers import towers
 
     name, result, rows, passes, words = TOWERS[row]
+    if isinstance(rows, list) and rows and not name.startswith("eager"):  # as a tf.function logs
+        rows = [*rows, ("__inference_my_towers_5", "__inference_my_towers_5", "CPU:0")]
     batch = tf.random.stateless_normal([8, 4], seed=(1, 1))
     want = tf.matmul(batch, batch, transpose_a=True)
     answer = {
@@ -649,6 +742,7 @@ def test_towers_grader(row):
         "list": want.numpy().tolist(),
         "float64": tf.cast(want, tf.float64),
         "strings": tf.strings.as_string(want),
+        "nan": want * float("nan"),
         None: None,
     }[result]
     table = (
@@ -659,6 +753,19 @@ def test_towers_grader(row):
         else _table(rows)
     )
     judge(towers.check_towers(answer, table, batch), passes, words)
+
+
+def test_towers_grader_with_another_third_argument():
+    import tensorflow as tf
+
+    from helpers.topics.split_work_into_towers import towers
+
+    table = _table([("MatMul", "MatMul", "CPU:2"), ("AddN", "AddN", "CPU:0")])
+    judge(
+        towers.check_towers(tf.ones([4, 4]), table, tf.ones([3])),
+        False,
+        "pass the batch as the third argument",
+    )
 
 
 # --- 01: a training step as a tf.function -------------------------------------------------------
@@ -721,6 +828,19 @@ def _training_answers(v):
     def raises():
         return tf.reduce_sum(v) + tf.constant("x")
 
+    @tf.function
+    def returns_nothing():  # the solution without its return
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(v - 3.0))
+        sgd.apply_gradients([(tape.gradient(loss, v), v)])
+
+    @tf.function
+    def unreduced():  # the same update (the tape sums), but the loss of every element returned
+        with tf.GradientTape() as tape:
+            loss = tf.square(v - 3.0)
+        sgd.apply_gradients([(tape.gradient(loss, v), v)])
+        return loss
+
     return [
         ("stub", stub, False, "must be a tf.function"),
         ("solution", solution, True, "the loss fell"),
@@ -729,16 +849,18 @@ def _training_answers(v):
         ("SGD 0.01", small_rate, False, "five SGD steps of learning rate 0.1 reach 2.017"),
         ("eager", eager, False, "must be a tf.function"),
         ("ascends", ascends, False, "did not fall"),
-        ("frozen", frozen, False, "did not fall"),
+        ("frozen", frozen, False, "does step() update v itself?"),
         ("raises", raises, False, "step() raised"),
+        ("returns nothing", returns_nothing, False, "step() returned nothing: return the loss"),
+        ("the loss not reduced", unreduced, False, "step() returned 2 numbers"),
     ]
 
 
-@pytest.mark.parametrize(
-    "row",
-    range(9),
-    ids=["stub", "solution", "by-hand", "adam", "sgd-0.01", "eager", "ascends", "frozen", "raises"],
-)
+TRAINING_IDS = ["stub", "solution", "by-hand", "adam", "sgd-0.01", "eager", "ascends", "frozen"]
+TRAINING_IDS += ["raises", "returns-nothing", "unreduced"]
+
+
+@pytest.mark.parametrize("row", range(len(TRAINING_IDS)), ids=TRAINING_IDS)
 def test_training_step_grader(row):
     import numpy as np
     import tensorflow as tf
@@ -755,6 +877,18 @@ def test_training_step_grader_needs_a_variable():
     from helpers.topics.look_inside_graphs import graphs
 
     judge(graphs.check_training_step(lambda: 1.0, 1.0), False, "must be a tf.Variable")
+
+
+def test_training_step_grader_with_a_graph_variable_or_a_result():
+    import tensorflow as tf
+
+    from helpers.topics.look_inside_graphs import graphs
+
+    with tf.Graph().as_default():  # exercise 1's kind of variable, which has no value eagerly
+        in_graph = tf.Variable([0.0, 0.0])
+    judge(graphs.check_training_step(tf.function(lambda: 1.0), in_graph), False, "eager variable")
+    eager = tf.Variable([0.0, 0.0])
+    judge(graphs.check_training_step(tf.constant(1.0), eager), False, "not what step() returned")
 
 
 # --- 10: read the fastest setting off a sweep table ---------------------------------------------
@@ -1144,6 +1278,16 @@ FLOAT32_OUTPUT = [
         "no layer with weights computes in bfloat16",
     ),
     (
+        "the hidden layer in float32, the output Dense in bfloat16",
+        lambda: _mixed_sequential(
+            lambda k: [k.layers.Dense(3)],
+            lambda k: [k.layers.Activation("softmax", dtype="float32")],
+            hidden_dtype="float32",
+        ),
+        False,
+        "computes in float32: keep it under mixed_bfloat16",
+    ),
+    (
         "the softmax dropped",
         lambda: _mixed_sequential(lambda k: [], lambda k: [k.layers.Dense(3, dtype="float32")]),
         False,
@@ -1237,6 +1381,18 @@ def _scaled_step_answers():
     def raises(w, x, optimizer):
         raise RuntimeError("not yet")
 
+    def tape_missed_the_scaling(w, x, optimizer):  # the scaled loss is not on the tape: no gradient
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.cast(w, tf.float16) * x)
+        scaled_loss = optimizer.scale_loss(loss)
+        optimizer.apply(tape.gradient(scaled_loss, [w]), [w])
+
+    def unscaled_twice(w, x, optimizer):  # a mistake: divides by the scale that apply divides by
+        with tf.GradientTape() as tape:
+            scaled_loss = optimizer.scale_loss(tf.reduce_mean(tf.cast(w, tf.float16) * x))
+        (gradient,) = tape.gradient(scaled_loss, [w])
+        optimizer.apply([gradient / optimizer.scale_loss(1.0)], [w])
+
     @tf.function
     def compiled(w, x, optimizer):  # the solution as a tf.function, as the notebook's own step is
         with tf.GradientTape() as tape:
@@ -1250,21 +1406,38 @@ def _scaled_step_answers():
 
     return [
         ("stub", stub, False, "underflows unless the loss is scaled"),
-        ("scaled but not unscaled", scaled_but_not_unscaled, False, "expected 0.0100"),
+        (
+            "scaled but not unscaled",
+            scaled_but_not_unscaled,
+            False,
+            "expected 0.0100136: 32768 times too far, the loss scale",
+        ),
         ("not a function", None, False, "pass your step function"),
         ("solution", solution, True, "w moved by SGD's update"),
         ("scaled by hand", by_hand, True, "w moved by SGD's update"),
         ("apply_gradients", with_apply_gradients, True, "w moved by SGD's update"),
-        ("scaled outside the tape", scaled_outside_the_tape, False, "underflows unless"),
+        (
+            "scaled outside the tape",
+            scaled_outside_the_tape,
+            False,
+            "underflows unless the loss is scaled, inside the GradientTape",
+        ),
         ("raises", raises, False, "calling your function raised RuntimeError"),
         ("a tf.function", compiled, True, "w moved by SGD's update"),
         ("never applies", never_applies, False, "did the step apply the gradient?"),
+        (
+            "the gradient of a loss scaled outside the tape",
+            tape_missed_the_scaling,
+            False,
+            "scale the loss inside the GradientTape",
+        ),
+        ("unscaled twice", unscaled_twice, False, "32768 times too short"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(10),
+    range(12),
     ids=[
         "stub",
         "not-unscaled",
@@ -1276,6 +1449,8 @@ def _scaled_step_answers():
         "raises",
         "tf-function",
         "never-applies",
+        "tape-missed-scaling",
+        "unscaled-twice",
     ],
 )
 def test_scaled_step_grader(row):
@@ -1322,7 +1497,14 @@ PINNED = [
         _placements(INFERENCE, ("MatMul", "MatMul", "CPU:0")),
         "CPU:1",
         False,
-        "ran on ['CPU:0'], not on CPU:1",
+        "ran on CPU:0, not on CPU:1: inside the function, put the matmul under with tf.device",
+    ),
+    (
+        "a TF1 session's table (named nodes, no function)",
+        _placements(("y1", "MatMul", "CPU:1")),
+        "CPU:1",
+        False,
+        "this table is a graph's",
     ),
     ("the result, not the table", None, "CPU:1", False, "pass the table"),
     (
@@ -1377,7 +1559,11 @@ RESULT_DEVICE = [
     ("a number", 1, False, "answer with a device name"),
     ("tf.device's spelling", "/CPU:1", True, "lives on CPU:1"),
     ("spaces around it", " CPU:1 ", True, "lives on CPU:1"),
-    ("NumPy's device name", "cpu", False, "is not where the result lives"),
+    ("NumPy's device name", "cpu", False, "names a kind of device: give its index too"),
+    ("TF1's spelling", "/job:localhost/replica:0/task:0/cpu:1", True, "lives on CPU:1"),
+    ("a device type alone", "CPU", False, "names a kind of device: give its index too"),
+    ("a physical device's name", "/physical_device:CPU:0", False, "is a physical device"),
+    ("a made-up name", "CPU:one", False, "is not where the result lives"),
 ]
 
 
@@ -1387,6 +1573,25 @@ def test_result_device_grader(row):
 
     name, answer, passes, words = RESULT_DEVICE[row]
     judge(placement.check_result_device(answer, _Tensor()), passes, words)
+
+
+def test_result_device_grader_takes_device_objects():
+    """The Setup's list of logical devices and tf.DeviceSpec name a device as well as a string."""
+    import tensorflow as tf
+
+    from helpers.topics.find_where_ops_run import placement
+
+    for answer in (
+        tf.config.LogicalDevice("/job:localhost/replica:0/task:0/device:CPU:1", "CPU"),
+        tf.DeviceSpec(device_type="CPU", device_index=1),
+        tf.DeviceSpec.from_string("/job:localhost/replica:0/task:0/device:CPU:1"),
+    ):
+        judge(placement.check_result_device(answer, _Tensor()), True, "lives on CPU:1")
+    judge(
+        placement.check_result_device(tf.DeviceSpec(device_type="CPU"), _Tensor()),
+        False,
+        "answer with a device name",
+    )
 
 
 @pytest.mark.parametrize("actual", [None, __import__("numpy").zeros(2), "CPU:1"])
@@ -1424,8 +1629,26 @@ def _window_answers():
     def box_swapped(jpeg, top, left, height, width):  # x before y, as in many image libraries
         return tf.io.decode_and_crop_jpeg(jpeg, [left, top, width, height], channels=3)
 
+    def both_decodes(jpeg, top, left, height, width):  # the window op, after a full decode anyway
+        full = tf.io.decode_jpeg(jpeg, channels=3)
+        tf.debugging.assert_less_equal(top + height, tf.shape(full)[0])
+        return tf.io.decode_and_crop_jpeg(jpeg, [top, left, height, width], channels=3)
+
+    def as_float32(jpeg, top, left, height, width):  # the same values in another dtype
+        return tf.cast(solution(jpeg, top, left, height, width), tf.float32)
+
+    def as_floats(jpeg, top, left, height, width):
+        return tf.cast(solution(jpeg, top, left, height, width), tf.float32) / 255.0
+
+    def eager_only(jpeg, top, left, height, width):
+        return solution(jpeg, top, left, height, width).numpy()
+
     return [
-        ("stub", stub, False, "calling it raised"),
+        ("stub", stub, False, "it returned None"),
+        ("a full decode as well", both_decodes, False, "still decodes the whole JPEG (DecodeJpeg)"),
+        ("floats in [0, 1]", as_floats, False, "its pixels are scaled to [0, 1]"),
+        ("cast to float32, 0 to 255", as_float32, True, "skips the work outside the window"),
+        (".numpy() inside", eager_only, False, "inside a tf.function it raised AttributeError"),
         ("solution", solution, True, "skips the work outside the window"),
         ("tf.image alias, stacked window", image_alias, True, "skips the work outside the window"),
         ("a tf.function", as_tf_function, True, "skips the work outside the window"),
@@ -1435,11 +1658,12 @@ def _window_answers():
     ]
 
 
-@pytest.mark.parametrize(
-    "row",
-    range(7),
-    ids=["stub", "solution", "alias", "tf-function", "decode-then-crop", "swapped", "string"],
-)
+WINDOW_IDS = ["stub", "both-decodes", "floats", "float32", "numpy", "solution", "alias"]
+WINDOW_IDS += ["tf-function"]
+WINDOW_IDS += ["decode-then-crop", "swapped", "string"]
+
+
+@pytest.mark.parametrize("row", range(len(WINDOW_IDS)), ids=WINDOW_IDS)
 def test_window_decode_grader(row):
     from helpers.topics.fuse_ops_and_pick_layouts import fused
 
@@ -1461,6 +1685,14 @@ def _chain_answers():
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def with_signature(x):
+        return small_ops_chain(x, 50)
+
+    @tf.function(input_signature=[tf.TensorSpec([64], tf.float32)])  # the notebook's x: 64 floats
+    def fixed_length(x):
+        return small_ops_chain(x, 50)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float64)])
+    def in_float64(x):
         return small_ops_chain(x, 50)
 
     return [
@@ -1504,6 +1736,26 @@ def _chain_answers():
             False,
             "not return the same values",
         ),
+        ("a fixed-length signature", fixed_length, True, "one graph"),
+        ("a float64 signature", in_float64, True, "one graph"),
+        (
+            "tf.py_function one function down",
+            tf.function(
+                lambda x: tf.function(
+                    lambda t: tf.py_function(lambda u: small_ops_chain(u, 50), [t], tf.float32)
+                )(x)
+            ),
+            False,
+            "it calls Python through tf.py_function",
+        ),
+        (
+            "the eager chain inside tf.py_function",
+            tf.function(
+                lambda x: tf.py_function(lambda t: small_ops_chain(t, 50), [x], tf.float32)
+            ),
+            False,
+            "it calls Python through tf.py_function",
+        ),
     ]
 
 
@@ -1518,6 +1770,10 @@ CHAIN_IDS = [
     "none",
     "numpy-inside",
     "strings",
+    "fixed-length",
+    "float64",
+    "nested-py-function",
+    "py-function",
 ]
 
 
@@ -1527,6 +1783,20 @@ def test_graph_function_grader(row):
 
     name, fn, passes, words = _chain_answers()[row]
     judge(start.check_graph_function(fn), passes, words)
+
+
+def test_graph_function_grader_with_functions_run_eagerly():
+    import tensorflow as tf
+
+    from helpers.lessons.start_here import small_ops_chain
+    from helpers.topics.start_here import start
+
+    tf.config.run_functions_eagerly(True)
+    try:
+        feedback = start.check_graph_function(tf.function(lambda x: small_ops_chain(x, 50)))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    judge(feedback, False, "run_functions_eagerly(True) is on")
 
 
 # --- 03: a guard that fails loudly (soft placement off, restored) ------------------------------
@@ -1604,13 +1874,41 @@ def _strict_answers():
     def exits():
         raise SystemExit(1)
 
+    def caught():  # the placement error printed and swallowed
+        before = tf.config.get_soft_device_placement()
+        tf.config.set_soft_device_placement(False)
+        try:
+            with tf.device("/GPU:7"):
+                return tf.matmul(a, a)
+        except tf.errors.InvalidArgumentError as error:
+            return str(error)
+        finally:
+            tf.config.set_soft_device_placement(before)
+
+    def tf1_session():  # the TF1 form: a graph and a session that does not allow soft placement
+        graph = tf.Graph()
+        with graph.as_default(), tf.device("/GPU:7"):
+            y = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))
+        config = tf.compat.v1.ConfigProto(allow_soft_placement=False)
+        with tf.compat.v1.Session(graph=graph, config=config) as session:
+            return session.run(y)
+
+    class Unreadable(Exception):
+        def __str__(self):
+            raise ValueError("no message")
+
+    def unreadable_error():
+        raise Unreadable()
+
     def own_error():
-        if not tf.config.list_physical_devices("GPU"):
+        if (
+            len(tf.config.list_physical_devices("GPU")) < 8
+        ):  # no GPU:7 (the test machines have none)
             raise RuntimeError("no GPU here")
         return tf.matmul(a, a)
 
     return [
-        ("stub", lambda: None, False, "ran without an error"),
+        ("stub", lambda: None, False, "no error reached the caller"),
         ("solution", solution, True, "failed loudly"),
         ("in a tf.function, /device:GPU:7", in_a_tf_function, True, "failed loudly"),
         ("a context manager, the full device name", with_a_context_manager, True, "failed loudly"),
@@ -1627,6 +1925,9 @@ def _strict_answers():
         ("a shape error", shape_error, False, "but not the placement error"),
         ("an empty error message", empty_message, False, "but not the placement error"),
         ("exit()", exits, False, "raised SystemExit"),
+        ("the error caught inside", caught, False, "let the error out (do not catch it)"),
+        ("a TF1 session", tf1_session, True, "failed loudly: Cannot assign a device"),
+        ("an error whose message fails", unreadable_error, False, "could not be read: Unreadable"),
     ]
 
 
@@ -1643,6 +1944,9 @@ STRICT_IDS = [
     "shape-error",
     "empty-message",
     "exit",
+    "caught",
+    "tf1-session",
+    "unreadable-error",
 ]
 
 
@@ -1937,8 +2241,20 @@ def _batchnorm_answers():
 
     def stub(x): ...
 
+    def inference_mode(x):  # the batch's statistics from separate ops, handed in as constants
+        mean, variance = tf.nn.moments(x, [0, 1, 2])
+        y, _, _ = tf.compat.v1.nn.fused_batch_norm(
+            x, *ones_zeros(x), mean=mean, variance=variance, epsilon=1e-3, is_training=False
+        )
+        return y
+
+    def nan_output(x):
+        return solution(x) * float("nan")
+
     return [
         ("stub", stub, False, "it returned None"),
+        ("is_training=False, moments passed in", inference_mode, False, "is_training=True"),
+        ("NaN out", nan_output, False, "differ from the unfused result by up to nan"),
         ("epsilon 1e-5", epsilon_keras, False, "epsilon 1e-3?"),
         ("NumPy in float64", numpy_float64, False, "inside a tf.function it raised"),
         ("the TF1 name", tf1_spelling, False, "tf.compat.v1.nn.fused_batch_norm"),
@@ -1967,6 +2283,7 @@ BATCHNORM_IDS = [
     "epsilon",
     "string",
 ]
+BATCHNORM_IDS[1:1] = ["inference-mode", "nan"]
 
 
 @pytest.mark.parametrize("row", range(len(BATCHNORM_IDS)), ids=BATCHNORM_IDS)

@@ -47,21 +47,34 @@ def _one_call(fn: Any, start: bool) -> Any:
     try:
         fn()
     except tf.errors.InvalidArgumentError as exc:
-        text = str(exc)
+        text = _said(exc)
         if tf.config.get_soft_device_placement() != start:
             return not_yet(
                 f"it raised, but left soft placement {state[not start]} where it found it "
                 f"{state[start]}: read it first and restore that value in a finally: block."
             )
-        sentence = (text.splitlines() or [""])[0].split(". ")[0]
+        lines = [line for line in text.splitlines() if line.strip()] or [""]
+        # a session's error starts "Graph execution error:": quote the line that names the device
+        named = [line for line in lines if any(words in line for words in PLACEMENT_WORDS)]
+        plain = [line for line in lines if not line.rstrip().endswith(":")]  # not a heading
+        sentence = (named or plain or lines)[0].split(". ")[0].strip()
         if not any(words in text for words in PLACEMENT_WORDS):
             return not_yet(
                 f"it raised InvalidArgumentError, but not the placement error: {sentence}"
             )
         return sentence
     except (Exception, SystemExit) as exc:  # the learner's code
-        return not_yet(f"it raised {type(exc).__name__}, not the placement error: {exc}")
+        return not_yet(f"it raised {type(exc).__name__}, not the placement error: {_said(exc)}")
     return not_yet(
-        "it ran without an error, so nothing refused the missing device: inside it, switch soft "
-        'placement off and run the matmul under tf.device("/GPU:7").'
+        "no error reached the caller, so nothing refused the missing device: inside it, switch "
+        'soft placement off and run the matmul under tf.device("/GPU:7"), and let the error out '
+        "(do not catch it)."
     )
+
+
+def _said(exc: BaseException) -> str:
+    """An exception's text, or its type's name where its own __str__ fails."""
+    try:
+        return str(exc)
+    except Exception:  # a learner's exception class with a broken __str__
+        return f"(its message could not be read: {type(exc).__name__})"

@@ -1,8 +1,8 @@
 """Plumbing for notebook 13 (distribute training): data, tables of where variables live, the
-timing variants, writing the notebook's worker programs, figures, the exercise checks and the
-bench's comparison. Running the programs as local clusters and reading a resumed run's logs are
-in ``helpers.topics.distribute_training.distribute_cluster``; the names the notebook calls are
-imported back here.
+timing variants, writing the notebook's worker programs, figures, and the bench's
+comparison. The exercise checks are in ``distribute_check``; running the programs as local
+clusters and reading a resumed run's logs in ``distribute_cluster``; the names the notebook calls
+are imported back here.
 
 The lesson code (the custom loop, ``make_strategy``, the worker programs ``MWMS_WORKER`` and
 ``PS_PROGRAM``) is in the notebook's ``#| export`` cells, generated into
@@ -12,7 +12,6 @@ The lesson code (the custom loop, ``make_strategy``, the worker programs ``MWMS_
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import tempfile
 import time
@@ -23,7 +22,8 @@ from typing import Any
 from helpers import checks, lessons
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
-from helpers.exercises import Feedback, correct, not_yet
+from helpers.topics.distribute_training.distribute_check import check_mirrored as check_mirrored
+from helpers.topics.distribute_training.distribute_check import check_tf_config as check_tf_config
 
 # The names imported "as" themselves are re-exported: notebook 13 calls them as distribute.<name>.
 from helpers.topics.distribute_training.distribute_cluster import (
@@ -155,6 +155,10 @@ def cluster_summary(table: Any) -> str:
             if errors
             else "Keras fit ran"
         )
+    if "weights_sha" in table.columns and len(table) < 2:
+        loss = table["last_loss"].iloc[0] if len(table) else None
+        shown = f"{loss:.4f}" if isinstance(loss, int | float) else "none"
+        return f"{len(table)} worker: no other to compare with, final loss {shown}"
     if "weights_sha" in table.columns:
         return (
             f"{len(table)} workers, weights identical: {workers_agree(table)}, "
@@ -165,72 +169,6 @@ def cluster_summary(table: Any) -> str:
         f"{row['steps']} steps scheduled by the chief, variables on {row['w_device']}, "
         f"loss on all the data {row['loss_at_start']:.3f} -> {row['loss_at_end']:.4f}"
     )
-
-
-def check_mirrored(strategy: Any) -> Feedback:
-    """Exercise check: a ``MirroredStrategy`` over the two logical CPUs that all-reduces with
-    ``HierarchicalCopyAllReduce``, whose replicas still agree exactly after three steps."""
-    import tensorflow as tf
-
-    if not isinstance(strategy, tf.distribute.MirroredStrategy):
-        hint = (
-            " (the TF1 class; use tf.distribute.MirroredStrategy)"
-            if "V1" in type(strategy).__name__
-            else ""
-        )
-        return not_yet(
-            f"make a tf.distribute.MirroredStrategy, got {type(strategy).__name__}{hint}"
-        )
-    if strategy.num_replicas_in_sync != 2:
-        return not_yet(
-            f"it has {strategy.num_replicas_in_sync} replicas; give it the two logical CPUs"
-        )
-    devices = [tf.DeviceSpec.from_string(d).device_type for d in strategy.extended.worker_devices]
-    if devices != ["CPU", "CPU"]:
-        return not_yet(f"its devices are {devices}; give it the two logical CPUs")
-    try:
-        ops = type(strategy.extended._cross_device_ops).__name__  # no public accessor
-    except AttributeError:  # a TensorFlow that renamed it: say so rather than blame the learner
-        return not_yet(
-            "this TensorFlow hides a strategy's cross-device ops; the check cannot read them"
-        )
-    if ops != "HierarchicalCopyAllReduce":  # the default when none is given: CollectiveAllReduce
-        return not_yet(
-            f"its cross-device ops are {ops}, not HierarchicalCopyAllReduce: pass "
-            "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce()"
-        )
-    try:
-        _, variables = lesson().train(strategy, *make_data(3 * 16), global_batch=16)
-        copies = [c.numpy() for c in strategy.experimental_local_results(variables["w"])]
-        spread = float(max(abs(c - copies[0]).max() for c in copies))
-    except Exception as exc:  # the learner's strategy: report, don't crash the notebook
-        return not_yet(f"training with it raised {type(exc).__name__}: {exc}")
-    if spread != 0:
-        return not_yet(f"after 3 steps its replicas differ by {spread}: they should agree exactly")
-    return correct("2 replicas, hierarchical copy; after 3 steps the replicas agree exactly")
-
-
-def check_tf_config(text: Any) -> Feedback:
-    """Exercise check: ``TF_CONFIG`` for worker 2 of three workers on host-a, host-b and
-    host-c, port 2222 each."""
-    if isinstance(text, dict):
-        return not_yet("TF_CONFIG must be a JSON string: turn your dict into one with json.dumps")
-    if not isinstance(text, str):  # json.loads also takes bytes, which os.environ does not
-        return not_yet(f"TF_CONFIG must be a JSON string (str), got {type(text).__name__}")
-    try:
-        config = json.loads(text)
-    except Exception as exc:  # the learner's text: not a string, not JSON, nested too deep, ...
-        return not_yet(f"TF_CONFIG must be a JSON string: {type(exc).__name__}: {exc}")
-    want = ["host-a:2222", "host-b:2222", "host-c:2222"]
-    if not isinstance(config, dict) or config.get("cluster") != {"worker": want}:
-        got = config.get("cluster") if isinstance(config, dict) else config
-        return not_yet(f"its cluster should be {{'worker': {want}}}, got {got!r}")
-    task = config.get("task")
-    if task != {"type": "worker", "index": 2} or type(task["index"]) is not int:
-        return not_yet(
-            f"its task should be worker 2 (index 2, a whole number counted from 0), got {task}"
-        )
-    return correct("the third host's TF_CONFIG; the other two differ only in their index")
 
 
 def _workers_agree_table(steps: int = 20, rounds: int = 3) -> Any:

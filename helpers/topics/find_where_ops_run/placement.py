@@ -6,6 +6,7 @@ notebook's cells; the placement log's capture is plumbing, in ``helpers.fdlog``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from helpers.exercises import Feedback, correct, not_yet
@@ -46,13 +47,45 @@ def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
             "the first time inside log.run?"
         )
     if not table["kernel"].astype(str).str.startswith("__inference").any():
+        named = "op" in table.columns and (table["op"].astype(str) != table["kernel"].astype(str))
+        if named is not False and named.any():  # a graph's nodes carry their own names
+            return not_yet(
+                "this table is a graph's (a TF1 session's, or another cell's): pass the table "
+                "that log.run returned for my_pinned."
+            )
         return not_yet(
-            "the MatMul ran eagerly: make my_pinned a tf.function (put @tf.function above its def)."
+            "the MatMul ran eagerly: make my_pinned a tf.function (@tf.function above its def), "
+            "and pass the table that log.run returned for it, not another cell's."
         )
     want = short_device(device).lstrip("/").upper()  # "CPU:1", "/CPU:1" or "/device:CPU:1"
     if used != [want]:
-        return not_yet(f"the MatMul ran on {used}, not on {want}.")
+        return not_yet(
+            f"the MatMul ran on {', '.join(map(str, used))}, not on {want}: "
+            f"inside the function, put the matmul under with tf.device('/{want}')."
+        )
     return correct(f"the MatMul ran on {want}, as pinned.")
+
+
+def device_name(answer: Any) -> str | None:
+    """A device as a learner may give it -> ``CPU:1``: a name in any spelling TensorFlow reads
+    (``"CPU:1"``, ``"/cpu:1"``, ``"/job:localhost/replica:0/task:0/device:CPU:1"``), a
+    ``tf.config.LogicalDevice`` or a ``tf.DeviceSpec``; None if it names no single device."""
+    import tensorflow as tf
+
+    if isinstance(getattr(answer, "name", None), str):  # tf.config.LogicalDevice
+        answer = answer.name
+    if isinstance(answer, tf.DeviceSpec):
+        answer = answer.to_string()
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    text = answer.strip()
+    try:
+        spec = tf.DeviceSpec.from_string(text if text.startswith("/") else "/" + text)
+    except (ValueError, TypeError):
+        return None
+    if not spec.device_type or spec.device_index is None:
+        return None
+    return f"{spec.device_type.upper()}:{spec.device_index}"
 
 
 def check_result_device(answer: Any, actual: Any) -> Feedback:
@@ -60,10 +93,19 @@ def check_result_device(answer: Any, actual: Any) -> Feedback:
     if not isinstance(getattr(actual, "device", None), str) or "device:" not in actual.device:
         return not_yet("pass the result tensor itself as the second argument.")
     want = short_device(actual.device)
-    if not isinstance(answer, str) or not answer.strip():
+    said = device_name(answer)
+    name = getattr(answer, "name", answer)
+    if isinstance(name, str) and "physical_device:" in name:
+        return not_yet(
+            f"{name!r} is a physical device: answer with a logical device's name, such as 'CPU:1'."
+        )
+    if isinstance(answer, str) and re.fullmatch(r"/?(device:)?[A-Za-z]+", answer.strip()):
+        return not_yet(f"{answer!r} names a kind of device: give its index too, as in 'CPU:1'.")
+    if said is None:
+        if isinstance(answer, str) and answer.strip():
+            return not_yet(f"{answer!r} is not where the result lives; look at its .device.")
         return not_yet("answer with a device name such as 'CPU:0'.")
-    said = short_device(answer.strip()).lstrip("/")  # "/CPU:1", as tf.device takes it, too
-    if said.upper() != want.upper():
+    if said != want.upper():
         return not_yet(f"{answer!r} is not where the result lives; look at its .device.")
     return correct(f"the result lives on {want}.")
 

@@ -1,7 +1,8 @@
-"""The graph exercises' checks, and the eager vs ``tf.function`` comparison's
-registration (notebooks 00, 01). The comparison itself is lesson code, written in notebook 00
-and exported to ``helpers.lessons.start_here``. Also the readers of what a compiler made of a
-function (notebook 08): XLA's HLO text, Grappler's optimised graph, recompilations per shape."""
+"""The eager vs ``tf.function`` comparison's registration (notebooks 00, 01), and the graph
+exercises' checks, imported back from ``graphs_check``. The comparison itself is lesson code,
+written in notebook 00 and exported to ``helpers.lessons.start_here``. Also the readers of what a
+compiler made of a function (notebook 08): XLA's HLO text, Grappler's optimised graph,
+recompilations per shape."""
 
 from __future__ import annotations
 
@@ -10,80 +11,12 @@ from collections import Counter
 from typing import Any
 
 from helpers.comparison import Comparison
-from helpers.exercises import Feedback, correct, not_yet
-
-
-def check_affine_graph(graph: Any) -> Feedback:
-    """Exercise (01): ``graph`` holds ``z = x @ w + b`` with a placeholder, a variable and a
-    constant."""
-    import tensorflow as tf
-
-    if not isinstance(graph, tf.Graph):
-        return not_yet(f"g_ex must be a tf.Graph, got {type(graph).__name__}.")
-    types = {op.type for op in graph.get_operations()}
-    wanted = {
-        "a placeholder x": {"Placeholder"},
-        "a variable w": {"VarHandleOp", "VariableV2"},
-        "a matmul": {"MatMul", "BatchMatMulV2", "Einsum"},
-        "an add": {"AddV2", "Add", "BiasAdd"},
-    }
-    missing = [text for text, kinds in wanted.items() if not types & kinds]
-    if missing:
-        return not_yet(
-            f"the graph is missing {' and '.join(missing)}. Its op types: {sorted(types)}."
-        )
-    shapes = {  # what the exercise asks for: x of shape [None, 3], w of shape [3, 2]
-        "x": [op.outputs[0].shape for op in graph.get_operations() if op.type == "Placeholder"],
-        "w": [
-            tf.TensorShape(op.get_attr("shape"))
-            for op in graph.get_operations()
-            if op.type in wanted["a variable w"]
-        ],
-    }
-    for name, want in (("x", [None, 3]), ("w", [3, 2])):
-        if not any(shape.as_list() == want for shape in shapes[name] if shape.rank is not None):
-            got = [str(shape) for shape in shapes[name]]
-            return not_yet(
-                f"{name} must have shape {want}; the graph's {name} has {', '.join(got)}."
-            )
-    return correct(
-        f"{len(graph.get_operations())} ops; the graph only describes z until a Session runs it."
-    )
-
-
-def check_training_step(step: Any, v: Any) -> Feedback:
-    """Exercise (01): five calls of ``step()`` from ``v = 0`` lower the loss at every call and move
-    ``v`` as five SGD steps of learning rate 0.1 on ``reduce_sum((v - 3)^2)`` do."""
-    import numpy as np
-    import tensorflow as tf
-
-    if not isinstance(v, tf.Variable):
-        return not_yet(f"v must be a tf.Variable, got {type(v).__name__}.")
-    if not hasattr(step, "get_concrete_function"):
-        return not_yet("step must be a tf.function (put @tf.function above its def).")
-    given = v.numpy()  # put back afterwards: a check never changes what it is given
-    v.assign(tf.zeros_like(v))
-    try:
-        losses = [float(step()) for _ in range(5)]
-        reached = v.numpy()
-    except Exception as exc:  # the learner's code
-        return not_yet(f"step() raised {type(exc).__name__}: {exc}")
-    finally:
-        v.assign(given)
-    if not all(b < a for a, b in zip(losses, losses[1:], strict=False)):
-        return not_yet(f"the loss did not fall at every step: {[round(x, 3) for x in losses]}.")
-    want = 3.0 * (1 - 0.8**5)  # each SGD step of 0.1 on the sum: v -> v - 0.1 * 2 (v - 3)
-    if reached.shape != given.shape or not np.allclose(reached, want, atol=1e-3):
-        return not_yet(
-            f"the loss fell, but v reached {reached.round(3)} after five calls from 0, where five "
-            f"SGD steps of learning rate 0.1 reach {want:.3f}: check the loss (a sum), the "
-            "optimizer (SGD) and its learning rate (0.1)."
-        )
-    return correct(
-        f"the loss fell from {losses[0]:.3f} to {losses[-1]:.3f}, starting from v = 0; "
-        f"v reached {reached.round(3)}, as five SGD steps of 0.1 do."
-    )
-
+from helpers.topics.look_inside_graphs.graphs_check import (
+    check_affine_graph as check_affine_graph,
+)
+from helpers.topics.look_inside_graphs.graphs_check import (
+    check_training_step as check_training_step,
+)
 
 BENCHMARKS = [
     Comparison(

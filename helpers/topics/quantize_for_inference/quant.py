@@ -3,8 +3,7 @@ bench entries around the notebook's exported lesson code
 (``helpers.lessons.quantize_for_inference``: ``train_small_cnn``, ``convert``,
 ``load_interpreter``, ``to_model_input``, ``run``, ``from_model_output``). The models they measure
 are made and run by ``helpers.topics.quantize_for_inference.quant_models`` (data, training,
-conversion, interpreters,
-``quiet()``).
+conversion, interpreters, ``quiet()``); the exercise check is in ``quant_check``.
 """
 
 from __future__ import annotations
@@ -15,8 +14,8 @@ from typing import Any
 from helpers import checks
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
-from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
+from helpers.topics.quantize_for_inference.quant_check import check_int8_model as check_int8_model
 
 # The names imported "as" themselves are re-exported: notebook 11 calls quant.<name>.
 from helpers.topics.quantize_for_inference.quant_models import (
@@ -24,11 +23,11 @@ from helpers.topics.quantize_for_inference.quant_models import (
     MODES,
     convert,
     dataset,
-    make_interpreter,
     predict,
     runners,
     train,
 )
+from helpers.topics.quantize_for_inference.quant_models import make_interpreter as make_interpreter
 from helpers.topics.quantize_for_inference.quant_models import op_dtypes as op_dtypes
 from helpers.topics.quantize_for_inference.quant_models import quiet as quiet
 
@@ -153,46 +152,6 @@ def quant_summary(table: Any) -> str:
         f"{other}: {base['size KiB'] / row['size KiB']:.1f}x smaller, "
         f"agrees with the Keras model on {row['agrees with Keras']:.1%} of the test images. "
         f"Per image: {speed}"
-    )
-
-
-def check_int8_model(content: Any, model: Any, x_test: Any) -> Feedback:
-    """Exercise check: ``content`` is a fully int8 TFLite model (int8 input and output) that
-    agrees with ``model`` on at least 95% of ``x_test``."""
-    import numpy as np
-
-    if not isinstance(content, bytes | bytearray) or not content:
-        shown = "empty bytes" if isinstance(content, bytes | bytearray) else type(content).__name__
-        return not_yet(f"pass the converter's output (the model's bytes), got {shown}")
-    try:
-        interpreter, _ = make_interpreter(bytes(content))
-        dtypes = (
-            interpreter.get_input_details()[0]["dtype"],
-            interpreter.get_output_details()[0]["dtype"],
-        )
-    except Exception as exc:  # the learner's model (no input, say): report, don't crash
-        return not_yet(f"the interpreter could not load it: {exc}")
-    if dtypes != (np.int8, np.int8):
-        return not_yet(
-            f"input and output are {dtypes[0].__name__} and {dtypes[1].__name__}, not int8: "
-            "set inference_input_type and inference_output_type"
-        )
-    try:
-        agreement = float(
-            np.mean(
-                predict(bytes(content), x_test)
-                == np.argmax(model.predict(x_test, verbose=0), axis=1)
-            )
-        )
-    except Exception as exc:  # a model that loads but does not run on these images
-        return not_yet(f"running it on the test images raised {type(exc).__name__}: {exc}")
-    if agreement < 0.95:
-        return not_yet(
-            f"it agrees with the Keras model on only {agreement:.1%}: "
-            "is the representative data right?"
-        )
-    return correct(
-        f"an int8 model of {len(content) / KIB:.0f} KiB that agrees with Keras on {agreement:.1%}"
     )
 
 

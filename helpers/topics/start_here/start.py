@@ -161,12 +161,30 @@ def check_graph_function(fn: Any) -> Feedback:
 
     if not hasattr(fn, "get_concrete_function"):
         return not_yet("fast_chain must be a tf.function (put @tf.function above its def).")
-    x = tf.random.stateless_uniform([16], seed=(3, 4))
+    if tf.config.functions_run_eagerly():
+        return not_yet(
+            "tf.config.run_functions_eagerly(True) is on, so every tf.function runs op by op: "
+            "switch it off"
+        )
+    spec = (getattr(fn, "input_signature", None) or [None])[0]  # a fixed shape: call with it
+    fixed = getattr(spec, "shape", None)
+    shape = fixed.as_list() if fixed is not None and fixed.is_fully_defined() else [16]
+    x = tf.random.stateless_uniform(shape, seed=(3, 4))
+    if getattr(spec, "dtype", tf.float32).is_floating:  # a float64 signature: call it with its type
+        x = tf.cast(x, getattr(spec, "dtype", tf.float32))
     try:
         got = fn(x)
+        graph = fn.get_concrete_function(x).graph.as_graph_def()
+        ops = {node.op for node in graph.node}  # and the nested functions' ops
+        ops |= {node.op for function in graph.library.function for node in function.node_def}
     except Exception as exc:  # the learner's code: report, do not crash the notebook
         return not_yet(f"fast_chain(x) raised {type(exc).__name__}: {exc}")
-    want = small_ops_chain(x, 50)
+    if ops & {"EagerPyFunc", "PyFunc", "PyFuncStateless"}:
+        return not_yet(
+            "it calls Python through tf.py_function, whose ops run eagerly one by one: call "
+            "small_ops_chain(x, 50) in the function itself"
+        )
+    want = small_ops_chain(tf.cast(x, tf.float32), 50)
     try:  # a string tensor of the right shape cannot be cast: a wrong answer, not a crash
         same = getattr(got, "shape", None) == want.shape and bool(
             tf.reduce_all(tf.abs(tf.cast(got, want.dtype) - want) < 1e-5)
@@ -188,6 +206,12 @@ def check_warmup(first: Any, steady: Any) -> Feedback:
     calls."""
     from helpers import timing
 
+    if hasattr(first, "numpy") or type(first).__module__ == "numpy":  # tf.timestamp, np.float64
+        import numpy as np
+
+        value = np.asarray(first)
+        if value.ndim == 0 and value.dtype.kind in "iuf":  # one number, not a bool or an array
+            first = float(value)
     if (
         isinstance(first, bool)
         or not isinstance(first, int | float)
@@ -196,6 +220,17 @@ def check_warmup(first: Any, steady: Any) -> Feedback:
         return not_yet("first must be the seconds of one call, from timing.time_once(...).")
     if not isinstance(steady, timing.Timing) or steady.count < 10:
         return not_yet("steady must come from timing.measure(..., repeats=10).")
+    try:
+        median = float(steady.median)
+    except (TypeError, ValueError):  # a Timing built by hand from other things than seconds
+        median = float("nan")
+    if not 0 < median < float("inf"):
+        return not_yet("steady's median is not a time in seconds: use timing.measure(...).")
+    if first > 60 or first / median > 1e5:
+        return not_yet(
+            f"first is {first:g} and steady's median {median:g}: are both in seconds? "
+            "timing.time_once returns seconds."
+        )
     if first < WARMUP_FACTOR * steady.median:
         return not_yet(
             f"the first call took {first / steady.median:.1f}x as long as a steady call; "

@@ -50,6 +50,13 @@ def check_float32_output(model: Any) -> Feedback:
             f"calling your model layer by layer raised {type(exc).__name__}: {exc} "
             "(build it with keras.Input, each layer used once)"
         )
+    weighted = [layer for layer in model.layers if layer.weights]
+    hidden = [layer for layer in weighted[:-1] if layer not in low]  # all but the output layer
+    if hidden:
+        return not_yet(
+            f"the hidden layer {hidden[0].name!r} computes in {hidden[0].compute_dtype}: keep it "
+            "under mixed_bfloat16, and give float32 only to the output's softmax"
+        )
     if dtype != "float32":
         return not_yet(f"the model's output is {dtype}: give its last layer dtype='float32'")
     if not _probabilities(output):
@@ -102,18 +109,35 @@ def check_scaled_step(step: Callable[..., Any]) -> Feedback:
         try:
             step(w, tf.fill([1024], tf.constant(value, tf.float16)), optimizer)
         except Exception as exc:  # the learner's code
-            return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
+            try:
+                said = str(exc)
+            except Exception:  # a learner's exception class with a broken __str__
+                said = "(its message could not be read)"
+            none = "No gradients provided" in said or "NoneType" in said
+            hint = " (a gradient of None: scale the loss inside the GradientTape)" if none else ""
+            return not_yet(f"calling your function raised {type(exc).__name__}: {said}{hint}")
         moved, expected = (
             1.0 - float(w.numpy()),
             1000.0 * float(np.float16(value)),
         )  # SGD: w -= lr * mean(x)
+        scale = float(optimizer.scale_loss(tf.constant(1.0)))  # the loss scale, 2**15 to start
         if not np.isclose(moved, expected, rtol=0.02):
-            hint = (
-                ": did the step apply the gradient? In float16 it underflows unless the loss "
-                "is scaled"
-                if moved == 0
-                else ""
-            )
+            hint = ""
+            if moved == 0:
+                hint = (
+                    ": did the step apply the gradient? In float16 it underflows unless the "
+                    "loss is scaled, inside the GradientTape"
+                )
+            elif np.isclose(moved * scale, expected, rtol=0.05):  # float16 rounding: 3 %
+                hint = (
+                    f": {scale:g} times too short, the loss scale: optimizer.apply already "
+                    "divides the scaled gradients by it, so do not divide them yourself"
+                )
+            elif np.isclose(moved, expected * scale, rtol=0.02):
+                hint = (
+                    f": {scale:g} times too far, the loss scale: apply the scaled gradients "
+                    "with optimizer.apply, which divides by it"
+                )
             return not_yet(
                 f"with x = {value:g}, w moved by {moved:.6g}, expected {expected:.6g}{hint}"
             )

@@ -223,7 +223,7 @@ def test_check_mirrored_in_this_process():
     one_device = tf.distribute.MirroredStrategy(
         ["/device:CPU:0"]
     )  # this process has one logical CPU
-    assert "it has 1 replicas" in repr(distribute.check_mirrored(one_device))
+    assert "it has 1 replica(s)" in repr(distribute.check_mirrored(one_device))
 
 
 #: The exercise's grader table, judged in a child with two logical CPUs (this process has one):
@@ -281,7 +281,21 @@ MIRRORED = [
         'tf.distribute.MirroredStrategy(["/device:CPU:0"], '
         "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())",
         False,
-        "it has 1 replicas",
+        "it has 1 replica(s)",
+    ),
+    (
+        "a device this process does not have",
+        'tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:7"], '
+        "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())",
+        False,
+        "this process has no CPU:7",
+    ),
+    (
+        "the all-reduce's class, not an instance",
+        "tf.distribute.MirroredStrategy(two, "
+        "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce)",
+        False,
+        "pass an instance, HierarchicalCopyAllReduce()",
     ),
     (
         "OneDeviceStrategy",
@@ -322,6 +336,17 @@ def test_check_mirrored_grader_table():
             row["message"],
         )
         assert words in row["message"], (name, row["message"])
+
+
+def test_cluster_summary_of_one_worker():
+    import pandas as pd
+
+    one = pd.DataFrame({"weights_sha": ["ab12"], "last_loss": [0.25]}, index=["worker:0"])
+    assert (
+        distribute.cluster_summary(one) == "1 worker: no other to compare with, final loss 0.2500"
+    )
+    resumed = one.assign(last_loss=[None])  # a worker that found its last step checkpointed
+    assert distribute.cluster_summary(resumed).endswith("final loss none")
 
 
 def test_cluster_summary_and_figure():

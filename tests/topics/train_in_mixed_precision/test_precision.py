@@ -190,9 +190,15 @@ def test_kernel_summary_says_why_float16_ran_on_tensorflows_kernels():
         "one has none)"
     )
     fp16_cpu = onednn.kernel_summary({"mixed_float16": empty["total ms"]}, cpuinfo=SAPPHIRE)
-    assert fp16_cpu.endswith("(TensorFlow's own kernels did: oneDNN is off or capped)")
+    assert fp16_cpu.endswith(
+        "(TensorFlow's own kernels did: oneDNN is off or capped, TensorFlow does not hand this "
+        "type to oneDNN on this CPU, or a GPU ran it)"
+    )
     bf16 = onednn.kernel_summary({"mixed_bfloat16": empty["total ms"]}, cpuinfo=ZEN5)
-    assert bf16.endswith("(TensorFlow's own kernels did: oneDNN is off or capped)")
+    assert bf16.endswith(
+        "(TensorFlow's own kernels did: oneDNN is off or capped, TensorFlow does not hand this "
+        "type to oneDNN on this CPU, or a GPU ran it)"
+    )
     with pytest.raises(checks.BadType):
         onednn.fpmath_bf16(ZEN5, True, isa=3)
 
