@@ -15,15 +15,10 @@
 - ``# NBVAL_RAISES_EXCEPTION`` cells: the error raised must be the one the cell names on a line
   ``# raises: ErrorName``; a cell that stops raising, or raises another error, fails.
 - After the run, the time each notebook took: nbval's run of its cells and their second run.
-- Every Python process the run starts skips the interpreter's last garbage collections at exit
-  (``tests/exit_fast/sitecustomize.py`` says why and what it saves), through ``PYTHONPATH``.
 """
 
 from __future__ import annotations
 
-import atexit
-import gc
-import os
 import re
 import statistics
 import sys
@@ -69,21 +64,7 @@ def _probe_forever() -> None:
         time.sleep(PROBE_EVERY)
 
 
-#: Put on PYTHONPATH for every process the test run starts: its sitecustomize freezes gc at exit.
-EXIT_FAST = Path(__file__).resolve().parent / "tests" / "exit_fast"
-
-
-def _exit_fast() -> None:
-    """This process and every process it starts (xdist workers, kernels, the notebooks' child
-    programs) skip the last garbage collections at exit."""
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(EXIT_FAST) not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(EXIT_FAST), *paths])
-    atexit.register(gc.freeze)
-
-
 def pytest_configure(config) -> None:
-    _exit_fast()
     if not hasattr(config, "workerinput"):  # the controller, not an xdist worker
         threading.Thread(target=_probe_forever, name="speed-probe", daemon=True).start()
     if config.getoption("--nbval-lab", default=False):
