@@ -15,10 +15,14 @@
 - ``# NBVAL_RAISES_EXCEPTION`` cells: the error raised must be the one the cell names on a line
   ``# raises: ErrorName``; a cell that stops raising, or raises another error, fails.
 - After the run, the time each notebook took: nbval's run of its cells and their second run.
+- Every Python process the run starts imports TensorFlow with the garbage collector paused, and
+  collects once after (``tests/import_without_gc/sitecustomize.py`` says why and what it saves),
+  through ``PYTHONPATH``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import sys
@@ -64,7 +68,20 @@ def _probe_forever() -> None:
         time.sleep(PROBE_EVERY)
 
 
+#: Put on PYTHONPATH for every process the test run starts: its sitecustomize pauses the garbage
+#: collector while ``import tensorflow`` runs.
+IMPORT_WITHOUT_GC = Path(__file__).resolve().parent / "tests" / "import_without_gc"
+
+
+def _import_without_gc() -> None:
+    """Every process this one starts (xdist workers, kernels, the notebooks' child programs)."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(IMPORT_WITHOUT_GC) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(IMPORT_WITHOUT_GC), *paths])
+
+
 def pytest_configure(config) -> None:
+    _import_without_gc()
     if not hasattr(config, "workerinput"):  # the controller, not an xdist worker
         threading.Thread(target=_probe_forever, name="speed-probe", daemon=True).start()
     if config.getoption("--nbval-lab", default=False):
