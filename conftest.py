@@ -16,8 +16,8 @@
   ``# raises: ErrorName``; a cell that stops raising, or raises another error, fails.
 - After the run, the time each notebook took: nbval's run of its cells and their second run.
 - Every Python process the run starts imports TensorFlow with the garbage collector paused, and
-  collects once after (``tests/import_without_gc/sitecustomize.py`` says why and what it saves),
-  through ``PYTHONPATH``.
+  freezes what the import created until exit (``tests/gc_tensorflow_import/sitecustomize.py`` says
+  why and what it saves), through ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -69,19 +69,19 @@ def _probe_forever() -> None:
 
 
 #: Put on PYTHONPATH for every process the test run starts: its sitecustomize pauses the garbage
-#: collector while ``import tensorflow`` runs.
-IMPORT_WITHOUT_GC = Path(__file__).resolve().parent / "tests" / "import_without_gc"
+#: collector while ``import tensorflow`` runs, then freezes what the import created until exit.
+GC_TENSORFLOW_IMPORT = Path(__file__).resolve().parent / "tests" / "gc_tensorflow_import"
 
 
-def _import_without_gc() -> None:
+def _gc_tensorflow_import() -> None:
     """Every process this one starts (xdist workers, kernels, the notebooks' child programs)."""
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if str(IMPORT_WITHOUT_GC) not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(IMPORT_WITHOUT_GC), *paths])
+    if str(GC_TENSORFLOW_IMPORT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(GC_TENSORFLOW_IMPORT), *paths])
 
 
 def pytest_configure(config) -> None:
-    _import_without_gc()
+    _gc_tensorflow_import()
     if not hasattr(config, "workerinput"):  # the controller, not an xdist worker
         threading.Thread(target=_probe_forever, name="speed-probe", daemon=True).start()
     if config.getoption("--nbval-lab", default=False):
