@@ -15,9 +15,9 @@
 - ``# NBVAL_RAISES_EXCEPTION`` cells: the error raised must be the one the cell names on a line
   ``# raises: ErrorName``; a cell that stops raising, or raises another error, fails.
 - After the run, the time each notebook took: nbval's run of its cells and their second run.
-- Every Python process the run starts imports TensorFlow with the garbage collector paused, and
-  freezes what the import created until exit (``tests/gc_tensorflow_import/sitecustomize.py`` says
-  why and what it saves), through ``PYTHONPATH``.
+- The Python processes the run starts that inherit its ``PYTHONPATH`` import TensorFlow with the
+  garbage collector paused, and freeze what the import created until exit
+  (``tests/gc_tensorflow_import/sitecustomize.py`` says why and what it saves).
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ def _probe_forever() -> None:
         time.sleep(PROBE_EVERY)
 
 
-#: Put on PYTHONPATH for every process the test run starts: its sitecustomize pauses the garbage
-#: collector while ``import tensorflow`` runs, then freezes what the import created until exit.
+#: Put on PYTHONPATH for the processes the test run starts (those that inherit it): its
+#: sitecustomize pauses the garbage collector while ``import tensorflow`` runs, then freezes what
+#: the import created until exit.
 GC_TENSORFLOW_IMPORT = Path(__file__).resolve().parent / "tests" / "gc_tensorflow_import"
 
 

@@ -1,9 +1,11 @@
 """The test run's processes import TensorFlow with the garbage collector paused and freeze what
-the import created until exit (``tests/gc_tensorflow_import/sitecustomize.py``): the hook is on;
-no collection runs during the import; what the import created is frozen, what the program
-creates is not; at exit everything is unfrozen and collected, so every finalizer runs; a
-collector the program had switched off stays off; an import that fails leaves it on and freezes
-nothing; a ``sitecustomize`` further along the path still runs."""
+the import created until exit (``tests/gc_tensorflow_import/sitecustomize.py``): the hook is on
+in a process that inherits the run's environment; no full collection runs during the import;
+what the import created is frozen, what the program creates is not; the unfreeze runs after the
+program's own exit functions, and the import's garbage is collected at exit; a spec asked for
+before the import does not use the hook up; a collector the program had switched off stays off;
+an import that fails leaves it on and freezes nothing; a ``sitecustomize`` further along the path
+still runs."""
 
 from __future__ import annotations
 
@@ -59,11 +61,15 @@ def fake_tensorflow(tmp_path: Path, init: str = FAKE_INIT) -> Path:
     return tmp_path
 
 
-def test_the_test_run_puts_the_hook_on_every_process():
+def test_a_process_that_inherits_the_test_runs_environment_loads_the_hook():
     assert str(HOOK) in os.environ["PYTHONPATH"].split(os.pathsep)
-    assert run("import sitecustomize; print(sitecustomize.__file__)", [HOOK]) == [
-        str(HOOK / "sitecustomize.py")
-    ]
+    done = subprocess.run(
+        [sys.executable, "-c", "import sitecustomize; print(sitecustomize.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.splitlines() == [str(HOOK / "sitecustomize.py")], done.stderr
 
 
 def test_the_import_is_frozen_until_exit_and_every_cycle_is_still_collected(tmp_path):
@@ -87,6 +93,32 @@ def test_the_import_is_frozen_until_exit_and_every_cycle_is_still_collected(tmp_
     ]
 
 
+def test_the_unfreeze_runs_after_the_programs_exit_functions(tmp_path):
+    fake = fake_tensorflow(tmp_path)
+    program = (
+        "import atexit, gc, os, tensorflow\n"
+        "def say():\n"
+        "    os.write(1, b'frozen at exit: %d\\n' % (gc.get_freeze_count() > 0))\n"
+        "atexit.register(say)"
+    )
+    assert run(program, [HOOK, fake]) == [
+        "frozen at exit: 1",  # the program's exit function still sees the freeze
+        "import-time cycle collected",  # then the unfreeze, then the shutdown's collection
+        "import-time cycle collected",
+    ]
+
+
+def test_a_spec_asked_for_before_the_import_does_not_use_the_hook_up(tmp_path):
+    fake = fake_tensorflow(tmp_path)
+    program = (
+        "import gc, importlib.util\n"
+        "importlib.util.find_spec('tensorflow')\n"
+        "import tensorflow\n"
+        "print(tensorflow.ENABLED_DURING_IMPORT, gc.get_freeze_count() > 0)"
+    )
+    assert run(program, [HOOK, fake])[0] == "False True"
+
+
 def test_a_collector_switched_off_stays_off_and_a_failed_import_leaves_it_on(tmp_path):
     fake = fake_tensorflow(tmp_path / "fake")
     off = "import gc; gc.disable(); import tensorflow; print(gc.isenabled(), gc.get_freeze_count())"
@@ -100,6 +132,8 @@ def test_a_collector_switched_off_stays_off_and_a_failed_import_leaves_it_on(tmp
 
 
 def test_the_real_tensorflow_import_runs_no_full_collection_and_is_frozen():
+    """A full collection is one of generation 2; younger ones would show as well, but the pause
+    stops them all."""
     count = """
 import gc
 full = []
