@@ -75,7 +75,8 @@ GC_TENSORFLOW_IMPORT = Path(__file__).resolve().parent / "tests" / "gc_tensorflo
 
 
 def _gc_tensorflow_import() -> None:
-    """Every process this one starts (xdist workers, kernels, the notebooks' child programs)."""
+    """The processes this one starts that inherit its environment (xdist workers, kernels, most of
+    the notebooks' child programs)."""
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(GC_TENSORFLOW_IMPORT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(GC_TENSORFLOW_IMPORT), *paths])

@@ -16,34 +16,39 @@ from pathlib import Path
 
 HOOK = Path(__file__).resolve().parent / "gc_tensorflow_import"
 
-#: A stand-in for TensorFlow: its import records the collector's state, then leaves a cycle behind.
-FAKE_INIT = """
-import gc, os
-ENABLED_DURING_IMPORT = gc.isenabled()
+
+def cycle(says: str) -> str:
+    """Code that leaves a reference cycle whose finalizer prints ``says`` when it is collected."""
+    return f"""
 class Node:
     def __del__(self):
-        os.write(1, b"import-time cycle collected\\n")
+        os.write(1, b"{says}\\n")
 a, b = Node(), Node()
 a.other, b.other = b, a
 del a, b
 """
 
+
+#: A stand-in for TensorFlow: its import records the collector's state, then leaves a cycle behind.
+FAKE_INIT = "import gc, os\nENABLED_DURING_IMPORT = gc.isenabled()\n" + cycle(
+    "import-time cycle collected"
+)
+
 #: Imports the stand-in, leaves a cycle of its own, collects, then ends; each finalizer says when
 #: its cycle is collected.
-PROGRAM = """
+PROGRAM = (
+    """
 import gc, os
 import tensorflow
 print("during", tensorflow.ENABLED_DURING_IMPORT, "after", gc.isenabled(),
       "frozen", "many" if gc.get_freeze_count() > 100 else gc.get_freeze_count(), flush=True)
-class Node:
-    def __del__(self):
-        os.write(1, b"program cycle collected\\n")
-a, b = Node(), Node()
-a.other, b.other = b, a
-del a, b
+"""
+    + cycle("program cycle collected")
+    + """
 gc.collect()
 print("the run is over", flush=True)
 """
+)
 
 
 def run(code: str, pythonpath: list[Path]) -> list[str]:

@@ -9,11 +9,10 @@ all of them for the process's whole life (571,773 when the collector was paused,
 collection stops tracking tuples and dicts that cannot form cycles). While they are being created
 CPython's collector runs about 840 times, five of them full collections over everything created
 so far, and finds next to no garbage: 0.5 of the import's 2.3 CPU-seconds on the machine the
-suite was timed on. After the import every full
-collection traverses them all again: a pytest process running grader tests spent 4.9 of its 27
-CPU-seconds collecting. Frozen objects sit in a generation the collector does not traverse.
-``docs/test-times.md`` has the measurements (a child program spent 0.1 CPU-seconds collecting
-instead of 0.5; that pytest process 3.0 instead of 4.9).
+suite was timed on. After the import every full collection traverses them all again: a pytest
+process running grader tests spent 4.9 of its 27 CPU-seconds collecting. Frozen objects sit in a
+generation the collector does not traverse. ``docs/test-times.md`` has the measurements (a child
+program spent 0.1 CPU-seconds collecting instead of 0.5; that pytest process 3.0 instead of 4.9).
 
 At exit nothing stays frozen: ``gc.unfreeze()`` runs after the program's exit functions, so the
 interpreter's shutdown collects whatever garbage is left, frozen or not, as it does any garbage
