@@ -35,6 +35,11 @@ import pytest
 
 RERUN_KEY = "nbval_rerun_s"
 PHASES_KEY = "jupyterlab_phases_s"  # the second run's phases in JupyterLab: {phase: seconds}
+CELLS_KEY = "jupyterlab_cells_s"  # the second run's seconds per code cell in JupyterLab
+#: A cell whose second run takes this many seconds longer than its first, and twice as long, is
+#: named after the table (a stall on a rerun, such as notebook 13's in docs/test-times.md). Set
+#: WORKBOOK_SLOWER_RERUN_S lower to see smaller differences.
+SLOWER_RERUN_S = float(os.environ.get("WORKBOOK_SLOWER_RERUN_S", "10"))
 #: How the second run happens in this process: "jupyterlab", "kernel" or None (no second run).
 SECOND_RUN: dict[str, object] = {"mode": None}
 
@@ -268,10 +273,10 @@ def pytest_runtest_call(item):
     # The notebook's last cell passed: run every cell again, top to bottom, in the same kernel.
     # (Not each cell twice in a row: the second run of a cell may change what the next cell's
     # compared output shows, such as a placement table of what was placed "meanwhile".)
-    start, phases = time.perf_counter(), {}
+    start, phases, seconds = time.perf_counter(), {}, []
     try:
         problem = (
-            _second_run_in_jupyterlab(item, phases)
+            _second_run_in_jupyterlab(item, phases, seconds)
             if SECOND_RUN["mode"] == "jupyterlab"
             else _second_run_in_kernel(cells)
         )
@@ -279,6 +284,8 @@ def pytest_runtest_call(item):
         item.user_properties.append((RERUN_KEY, time.perf_counter() - start))
         if phases:
             item.user_properties.append((PHASES_KEY, phases))
+        if seconds:
+            item.user_properties.append((CELLS_KEY, seconds))
     if problem:
         outcome.force_exception(AssertionError(problem))
 
@@ -298,14 +305,16 @@ def _second_run_in_kernel(cells) -> str | None:
     return None
 
 
-def _second_run_in_jupyterlab(item, phases: dict[str, float]) -> str | None:
+def _second_run_in_jupyterlab(item, phases: dict[str, float], seconds: list) -> str | None:
     from tests.browser.drive import run_in_jupyterlab
 
     kernel = item.parent.kernel
     kernel.detach()  # nbval lets go; JupyterLab joins the same kernel
     _, browser = _lab()
     try:
-        run_in_jupyterlab(kernel.lab, browser, kernel.served, kernel.kernel_id, phases=phases)
+        run_in_jupyterlab(
+            kernel.lab, browser, kernel.served, kernel.kernel_id, phases=phases, cells=seconds
+        )
     except Exception as exc:  # noqa: BLE001 - an assertion, a timeout, a lost page: all this test's failure
         return f"the second run, in JupyterLab, failed: {type(exc).__name__}: {exc}"
     return None
@@ -317,6 +326,8 @@ def pytest_terminal_summary(terminalreporter) -> None:
     rerun: dict[str, float] = defaultdict(float)
     cells: dict[str, int] = defaultdict(int)
     phases: dict[str, dict[str, float]] = {}  # the second run's phases in JupyterLab
+    by_cell: dict[str, dict[int, float]] = defaultdict(dict)  # nbval's run: {cell number: s}
+    second_cells: dict[str, list] = {}  # the second run in JupyterLab: seconds per code cell
     busy: dict[str, float] = defaultdict(float)  # per xdist worker: setup + call + teardown
     span: dict[str, list[float]] = {}
     for reports in terminalreporter.stats.values():
@@ -337,9 +348,14 @@ def pytest_terminal_summary(terminalreporter) -> None:
             name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
             again = sum(v for k, v in getattr(report, "user_properties", []) if k == RERUN_KEY)
             first[name] += duration - again
+            number = re.search(r"::Cell (\d+)$", nodeid)
+            if number:
+                by_cell[name][int(number.group(1))] = duration - again
             for key, value in getattr(report, "user_properties", []):
                 if key == PHASES_KEY:
                     phases[name] = value
+                elif key == CELLS_KEY:
+                    second_cells[name] = value
             rerun[name] += again
             cells[name] += 1
     from helpers.timing_stats import run_setting
@@ -376,9 +392,26 @@ def pytest_terminal_summary(terminalreporter) -> None:
         f"{sum(first.values()) + sum(rerun.values()):7.1f}"
         f"  {sum(cells.values()):5d}  in all"
     )
+    for line in _slower_reruns(by_cell, second_cells):
+        terminalreporter.write_line(line)
     for worker in sorted(span):
         first_start, last_stop = span[worker]
         terminalreporter.write_line(
             f"worker {worker}: busy {busy[worker]:.0f} s of {last_stop - first_start:.0f} s "
             f"(first test start to last test end)"
         )
+
+
+def _slower_reruns(first: dict[str, dict[int, float]], second: dict[str, list]) -> list[str]:
+    """The cells whose second run (JupyterLab's recorded time) took ``SLOWER_RERUN_S`` longer than
+    nbval's run of them, and at least twice as long: one line each."""
+    lines = []
+    for name in sorted(second):
+        for number, again in enumerate(second[name]):
+            once = first[name].get(number)
+            if again is not None and once is not None and again - once >= SLOWER_RERUN_S:
+                if again >= 2 * once:
+                    lines.append(f"  {name} Cell {number}: {again:.1f} s against {once:.1f} s")
+    if lines:
+        lines.insert(0, f"slower on the second run (by {SLOWER_RERUN_S:.0f} s or more):")
+    return lines

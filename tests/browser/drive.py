@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import datetime
 from pathlib import Path
 
 from helpers import deadline
@@ -83,6 +84,22 @@ def save(page) -> None:
     page.wait_for_function(
         "() => !document.querySelector('.jp-mod-current.jp-mod-dirty')", timeout=30_000
     )
+
+
+def cell_seconds(notebook: dict) -> list[float | None]:
+    """Each code cell's run time in a saved notebook, from the start and end JupyterLab records in
+    its metadata (``recordTiming``); None for a cell without them."""
+
+    def seconds(cell: dict) -> float | None:
+        timing = cell.get("metadata", {}).get("execution", {})
+        try:
+            start, end = timing["iopub.execute_input"], timing["shell.execute_reply"]
+            start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (start, end))
+            return (end - start).total_seconds()
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    return [seconds(c) for c in notebook["cells"] if c["cell_type"] == "code"]
 
 
 def errors(notebook: dict) -> list[str]:
@@ -193,12 +210,14 @@ def run_in_jupyterlab(
     kernel_id: str,
     timeout: float = 420,
     phases: dict[str, float] | None = None,
+    cells: list[float | None] | None = None,
 ) -> None:
     """Open a served notebook in JupyterLab (it joins the notebook's running kernel, ``kernel_id``),
     run all of it, save it, check it, click its widgets. Raises AssertionError saying what went
     wrong. ``phases``, if given, receives the seconds of each phase, in order: "open", "run all",
     "save" (with the check of the saved cells) and "clicks"; a failed run leaves out the phases
-    after it."""
+    after it. ``cells``, if given, receives each code cell's seconds in the run all (None where
+    JupyterLab recorded none)."""
     name = Path(served).name
     phases = {} if phases is None else phases
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -223,6 +242,8 @@ def run_in_jupyterlab(
         done("run all")
         save(page)
         notebook = lab.saved_notebook(served)
+        if cells is not None:
+            cells[:] = cell_seconds(notebook)
         page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
         problems = errors(notebook)
         assert not problems, "; ".join(problems)

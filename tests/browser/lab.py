@@ -154,13 +154,16 @@ class Lab:
 
 
 def write_settings(settings_dir: Path) -> None:
-    """JupyterLab user settings: no news pop-up, no update check, no autosave."""
+    """JupyterLab user settings: no news pop-up, no update check, no autosave; cell timing
+    recorded."""
     files = {
         "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
             "fetchNews": "false",
             "checkForUpdates": False,
         },
         "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+        # Each cell's start and end in its metadata, for the time per cell of the second run.
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"recordTiming": True},
     }
     for relative, content in files.items():
         path = settings_dir / relative
