@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from tests.browser.drive import cell_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +49,21 @@ def test_slower_reruns_names_cells_10_s_slower_and_twice_as_long(monkeypatch):
     # 38: 39 s later; 36: 10.5 s later but not twice as long; 39: 9.9 s later; 07's Cell 1: no
     # first time known.
     assert lines == [
-        "slower on the second run (by 10 s or more):",
+        "slower on the second run (by 10 s or more, and twice as long):",
         "  13.ipynb Cell 38: 39.1 s against 0.1 s",
     ]
     assert conftest._slower_reruns(first, {"13.ipynb": [None] * 39}) == []
+    # At the limits: 10 s later and exactly twice as long is named.
+    assert len(conftest._slower_reruns({"a": {0: 10.0}}, {"a": [20.0]})) == 2
+    monkeypatch.setattr(conftest, "SLOWER_RERUN_S", 5.0)
+    assert conftest._slower_reruns({"a": {0: 1.0}}, {"a": [6.5]})[1:] == [
+        "  a Cell 0: 6.5 s against 1.0 s"
+    ]
+
+
+def test_the_threshold_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("WORKBOOK_SLOWER_RERUN_S", "1.5")
+    assert root_conftest().SLOWER_RERUN_S == 1.5
+    monkeypatch.setenv("WORKBOOK_SLOWER_RERUN_S", "ten")
+    with pytest.raises(pytest.UsageError, match="give seconds"):
+        root_conftest()

@@ -96,7 +96,7 @@ def cell_seconds(notebook: dict) -> list[float | None]:
             start, end = timing["iopub.execute_input"], timing["shell.execute_reply"]
             start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (start, end))
             return (end - start).total_seconds()
-        except (KeyError, TypeError, ValueError):
+        except (AttributeError, KeyError, TypeError, ValueError):
             return None
 
     return [seconds(c) for c in notebook["cells"] if c["cell_type"] == "code"]
