@@ -357,7 +357,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
             again = sum(v for k, v in getattr(report, "user_properties", []) if k == RERUN_KEY)
             first[name] += duration - again
             number = re.search(r"::Cell (\d+)$", nodeid)
-            if number and report.outcome != "skipped":  # JupyterLab runs an NBVAL_SKIP cell
+            skipped = (
+                getattr(report, "outcome", "") == "skipped"
+            )  # JupyterLab runs NBVAL_SKIP cells
+            if number and not skipped:
                 by_cell[name][int(number.group(1))] = duration - again
             for key, value in getattr(report, "user_properties", []):
                 if key == PHASES_KEY:

@@ -1,6 +1,6 @@
 """The time table `make test` prints at the end (conftest.py's ``pytest_terminal_summary``): the
 run's CPU and oneDNN variables, then each notebook's nbval run, its second run and, for a run in
-JupyterLab, that run's phases."""
+JupyterLab, that run's phases and the cells whose second run took far longer than their first."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ class Report:
     duration: float
     user_properties: list = field(default_factory=list)
     when: str = "call"
+    outcome: str = "passed"
 
 
 class Reporter:
@@ -77,3 +78,27 @@ def test_summary_without_phases_has_no_split_column():
     assert reporter.lines[1].endswith("(in nbval's kernel)")
     assert reporter.lines[2].rstrip().endswith("notebook")
     assert "    2.0     1.0     3.0      1  00_a.ipynb" in reporter.lines
+
+
+def test_summary_names_a_cell_far_slower_on_its_second_run():
+    conftest = _conftest()
+    conftest.SECOND_RUN["mode"] = "jupyterlab"
+    seconds = [0.5, 20.0, 25.0]  # JupyterLab's times for the three code cells
+    reporter = Reporter(
+        [
+            Report("notebooks/13_c.ipynb::Cell 0", 2.0),
+            Report("notebooks/13_c.ipynb::Cell 1", 0.0, outcome="skipped"),  # NBVAL_SKIP
+            # The last cell's call holds the whole second run (20 s): nbval's own run took 10 s.
+            Report(
+                "notebooks/13_c.ipynb::Cell 2",
+                30.0,
+                [(conftest.RERUN_KEY, 20.0), (conftest.CELLS_KEY, seconds)],
+            ),
+        ]
+    )
+    conftest.pytest_terminal_summary(reporter)
+    slower = reporter.lines.index(
+        f"slower on the second run (by {conftest.SLOWER_RERUN_S:g} s or more, and twice as long):"
+    )
+    # Cell 2 against nbval's 10 s, not the 30 s of its call; Cell 1 (skipped) and Cell 0 not named.
+    assert reporter.lines[slower + 1 :] == ["  13_c.ipynb Cell 2: 25.0 s against 10.0 s"]
