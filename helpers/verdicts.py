@@ -48,7 +48,7 @@ def _div(a: float, b: float) -> float:
 MIN_EFFECT = 0.03
 
 
-def _outcome(low: float, high: float, speedup: float = 1.0) -> str:
+def outcome(low: float, high: float, speedup: float = 1.0) -> str:
     """ "faster", "slower" or "no clear difference", from the speed-up's quartile range and
     median."""
     if low <= 1.0 <= high or abs(speedup - 1.0) < MIN_EFFECT:
@@ -85,7 +85,7 @@ def verdict(
             "use a bigger workload."
         )
     spread = f"quartile ratios {low:.2f}-{high:.2f}x, {repeats} runs each"
-    seen = _outcome(low, high, speedup)
+    seen = outcome(low, high, speedup)
     if seen == "no clear difference":
         why_not = (
             "the runs overlap" if low <= 1.0 <= high else f"within {MIN_EFFECT:.0%} at the median"

@@ -139,7 +139,8 @@ def unroll_table(
     on_progress: ProgressFn | None = None,
 ) -> Any:
     """For each sequence length: the LSTM as a loop (``unroll=False``) and unrolled
-    (``unroll=True``): first call (trace + run), median training step and graph size."""
+    (``unroll=True``): first call (trace + run), median training step (the two timed in turns)
+    and graph size."""
     import pandas as pd
 
     from helpers import timing
@@ -152,17 +153,19 @@ def unroll_table(
         variants = rnn_variants(
             batch, steps, features, units, training=True, kinds=("LSTM", "LSTM unroll=True")
         )
-        for mode, name in (("loop", "LSTM"), ("unrolled", "LSTM unroll=True")):
-            fn = variants[name]
-            first = timing.time_once(fn)
+        fns = {"loop": variants["LSTM"], "unrolled": variants["LSTM unroll=True"]}
+        first = {mode: timing.time_once(fn) for mode, fn in fns.items()}  # trace + run
+        # the two steps timed in turns, the order rotated each round, so drift hits both alike
+        steps_timed = timing.compare(fns, warmup=1, repeats=repeats).attrs["timings"]
+        for mode, fn in fns.items():
+            step = steps_timed[mode]
             nodes, mib = _graph_size(fn.get_concrete_function())
-            step = timing.measure(fn, warmup=1, repeats=repeats)
             timings[(steps, mode)] = step
             rows.append(
                 {
                     "steps": steps,
                     "mode": mode,
-                    "first call s": round(first, 3),
+                    "first call s": round(first[mode], 3),
                     "step ms": round(step.median * 1e3, 2),
                     "step q1-q3 ms": f"{step.q1 * 1e3:.2f}-{step.q3 * 1e3:.2f}",
                     "graph nodes": nodes,

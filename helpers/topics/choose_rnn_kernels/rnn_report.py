@@ -33,22 +33,14 @@ def unroll_figure(table: Any, title: str = "") -> Any:
 
 
 def unroll_summary(table: Any) -> str:
-    """The longest sequence: how unrolling changed the first call and the graph, and the training
-    step read with its spread (``verdicts.verdict``: "no clear difference" inside the noise)."""
-    from helpers import verdicts
+    """How unrolling changed the first call and the graph (the shortest sequence against the
+    longest), and the training step at every length, read with its spread (``verdicts``: "no
+    clear difference" inside the noise), in full at the longest."""
+    from helpers import timing, verdicts
 
-    steps = table.index.get_level_values("steps").max()
-    loop, unrolled = table.loc[(steps, "loop")], table.loc[(steps, "unrolled")]
+    lengths = sorted(set(table.index.get_level_values("steps")))
+    steps, shortest = lengths[-1], lengths[0]
     timings = table.attrs.get("timings", {})
-    step = (
-        verdicts.verdict_of(
-            {"loop": timings[(steps, "loop")], "unrolled": timings[(steps, "unrolled")]},
-            "unrolled",
-            "loop",
-        )
-        if (steps, "loop") in timings and (steps, "unrolled") in timings
-        else f"unrolled {loop['step ms'] / unrolled['step ms']:.2f}x as fast (no spread kept)."
-    )
 
     def cost(n: Any) -> str:
         loop_n, unrolled_n = table.loc[(n, "loop")], table.loc[(n, "unrolled")]
@@ -57,10 +49,41 @@ def unroll_summary(table: Any) -> str:
             f"and the graph {unrolled_n['graph nodes'] / loop_n['graph nodes']:.1f}x as many nodes"
         )
 
-    shortest = table.index.get_level_values("steps").min()
-    grown = f"at {steps} steps unrolling made {cost(steps)}"
+    grown = f"At {steps} steps unrolling made {cost(steps)}."
     if shortest != steps:  # how the cost grows: the shortest length against the longest
         grown = (
-            f"at {shortest} steps unrolling made {cost(shortest)}; at {steps} steps, {cost(steps)}"
+            f"At {shortest} steps unrolling made {cost(shortest)}; at {steps} steps, {cost(steps)}."
         )
-    return f"{grown}; the training step at {steps} steps: {step}"
+    if not all((n, mode) in timings for n in lengths for mode in ("loop", "unrolled")):
+        loop, unrolled = table.loc[(steps, "loop")], table.loc[(steps, "unrolled")]
+        ratio = loop["step ms"] / unrolled["step ms"]
+        step = (
+            f"The training step at {steps} steps: unrolled {ratio:.2f}x as fast (no spread kept)."
+        )
+        return f"{grown} {step}"
+    readings = {}
+    for n in lengths:
+        pair = timing.comparison_table(
+            {"loop": timings[(n, "loop")], "unrolled": timings[(n, "unrolled")]}, "loop"
+        )
+        speedup, low, high, _ = verdicts.ratio(pair, "unrolled")
+        readings[n] = (speedup, verdicts.outcome(low, high, speedup))
+    each = ", ".join(
+        f"{word} at {n} steps ({speedup:.2f}x)" for n, (speedup, word) in readings.items()
+    )
+    words = {word for _, word in readings.values()}
+    mixed = (
+        " Unrolling was faster at some lengths and slower at others in this run:"
+        " read each length, not a rule."
+        if {"faster", "slower"} <= words
+        else ""
+    )
+    full = verdicts.verdict_of(
+        {"loop": timings[(steps, "loop")], "unrolled": timings[(steps, "unrolled")]},
+        "unrolled",
+        "loop",
+    )
+    if len(lengths) == 1:
+        return f"{grown} The training step: {full}"
+    step = f"The training step, unrolled against the loop: {each}.{mixed}"
+    return f"{grown} {step} At {steps} steps: {full}"

@@ -59,7 +59,7 @@ def _row(base: Outcome, outcome: Outcome) -> dict[str, Any]:
         "examples/s": round(outcome.examples / median, 1),
         "gain": round(gain, 2),
         "gain q1-q3": f"{low:.2f}-{high:.2f}",
-        "verdict": "trains differently" if problem else verdicts._outcome(low, high, gain),
+        "verdict": "trains differently" if problem else verdicts.outcome(low, high, gain),
         "loss": round(sorted(outcome.losses)[len(outcome.losses) // 2], 4),
         "note": problem,
     }

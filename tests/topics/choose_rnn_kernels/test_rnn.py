@@ -40,15 +40,37 @@ def test_unroll_table_grows_the_unrolled_graph_only():
     assert table.loc[(6, "unrolled"), "graph nodes"] > table.loc[(2, "unrolled"), "graph nodes"]
     assert (table["step ms"] > 0).all() and calls == [1, 2]
     summary = rnn.unroll_summary(table)
-    assert summary.startswith("at 2 steps unrolling made the first call"), summary
+    assert summary.startswith("At 2 steps unrolling made the first call"), summary
+    assert "; at 6 steps, the first call" in summary
     assert (
-        "; at 6 steps, the first call" in summary and "; the training step at 6 steps: " in summary
+        "The training step, unrolled against the loop: " in summary and " at 2 steps (" in summary
     )
+    assert " at 6 steps (" in summary and "At 6 steps: unrolled" in summary
     one_length = table.loc[[6]]
-    assert rnn.unroll_summary(one_length).startswith("at 6 steps unrolling made the first call")
-    assert "unrolled vs loop" in rnn.unroll_summary(
-        table
-    ) or "than loop (quartile ratios" in rnn.unroll_summary(table)
+    assert rnn.unroll_summary(one_length).startswith("At 6 steps unrolling made the first call")
+    # every length read, from this run's timings: faster at one length and slower at another
+    # is said to be so; the same direction at both is not
+    from helpers.timing import Timing
+
+    def timed(loop_2, unrolled_2, loop_6, unrolled_6):
+        seconds = {(2, "loop"): loop_2, (2, "unrolled"): unrolled_2}
+        seconds.update({(6, "loop"): loop_6, (6, "unrolled"): unrolled_6})
+        crafted = table.copy()
+        crafted.attrs["timings"] = {
+            k: Timing(k[1], (v, v * 1.01, v * 0.99)) for k, v in seconds.items()
+        }
+        return rnn.unroll_summary(crafted)
+
+    mixed = timed(2.0, 1.0, 1.0, 2.0)
+    assert "faster at 2 steps (2.00x), slower at 6 steps (0.50x)." in mixed, mixed
+    assert "faster at some lengths and slower at others" in mixed
+    same = timed(2.0, 1.0, 2.0, 1.0)
+    assert "faster at 2 steps (2.00x), faster at 6 steps (2.00x)." in same
+    assert "at others" not in same
+    assert "no clear difference at 2 steps (1.00x)" in timed(1.0, 1.0, 2.0, 1.0)
+    untimed = table.copy()
+    untimed.attrs["timings"] = {}
+    assert "as fast (no spread kept)." in rnn.unroll_summary(untimed)
     fig = rnn.unroll_figure(table, "t")
     assert len(fig.axes) == 3
 
