@@ -2046,6 +2046,24 @@ def _graph_answers():
             True,
             "at most once",
         ),
+        (
+            "placeholder_with_default (the array stored once, as its default)",
+            build(
+                lambda x: [
+                    x + y
+                    for y in [tf.compat.v1.placeholder_with_default(small, small.shape)]
+                    for _ in range(10)
+                ]
+            ),
+            True,
+            "at most once",
+        ),
+        (
+            "a variable initialised from the array",
+            build(lambda x: [x + v for v in [tf.Variable(small)] for _ in range(10)]),
+            True,
+            "at most once",
+        ),
     ]
 
 
@@ -2063,6 +2081,8 @@ GRAPH_IDS = [
     "x-plus-2x",
     "any-length",
     "add_n",
+    "with-default",
+    "variable",
 ]
 
 

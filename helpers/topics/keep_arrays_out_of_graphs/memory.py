@@ -224,7 +224,15 @@ def check_graph_is_small(graph: Any, limit_bytes: int = 64 * 1024) -> Feedback:
     if not isinstance(graph, tf.Graph):
         return not_yet(f"fixed must be a tf.Graph, got {type(graph).__name__}.")
 
-    sources = ("Const", "Placeholder", "PlaceholderV2", "ReadVariableOp", "VariableV2", "Identity")
+    sources = (
+        "Const",
+        "Placeholder",
+        "PlaceholderV2",
+        "PlaceholderWithDefault",
+        "ReadVariableOp",
+        "VariableV2",
+        "Identity",
+    )
 
     def array_like(tensor: Any) -> bool:  # the input or the array: a source, not a scalar or x * 2
         shape = tensor.shape
