@@ -68,9 +68,17 @@ def unroll_summary(table: Any) -> str:
         )
         speedup, low, high, _ = verdicts.ratio(pair, "unrolled")
         readings[n] = (speedup, verdicts.outcome(low, high, speedup))
-    each = ", ".join(
-        f"{word} at {n} steps ({speedup:.2f}x)" for n, (speedup, word) in readings.items()
-    )
+
+    def reading(speedup: float, word: str) -> str:  # a slow-down as one, as verdicts prints it
+        if word == "faster":
+            return f"{speedup:.2f}x faster"
+        return (
+            f"{1 / speedup:.2f}x slower"
+            if word == "slower"
+            else f"no clear difference ({speedup:.2f}x)"
+        )
+
+    each = ", ".join(f"{reading(*readings[n])} at {n} steps" for n in lengths)
     words = {word for _, word in readings.values()}
     mixed = (
         " Unrolling was faster at some lengths and slower at others in this run:"

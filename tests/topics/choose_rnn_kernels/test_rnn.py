@@ -4,6 +4,8 @@ input."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from helpers.topics.choose_rnn_kernels import rnn
@@ -42,10 +44,10 @@ def test_unroll_table_grows_the_unrolled_graph_only():
     summary = rnn.unroll_summary(table)
     assert summary.startswith("At 2 steps unrolling made the first call"), summary
     assert "; at 6 steps, the first call" in summary
-    assert (
-        "The training step, unrolled against the loop: " in summary and " at 2 steps (" in summary
-    )
-    assert " at 6 steps (" in summary and "At 6 steps: unrolled" in summary
+    assert "The training step, unrolled against the loop: " in summary
+    each = r"(\d\.\d\dx faster|\d\.\d\dx slower|no clear difference \(\d\.\d\dx\))"
+    assert re.search(each + " at 2 steps, " + each + " at 6 steps[.]", summary), summary
+    assert "At 6 steps: unrolled" in summary
     one_length = table.loc[[6]]
     assert rnn.unroll_summary(one_length).startswith("At 6 steps unrolling made the first call")
     # every length read, from this run's timings: faster at one length and slower at another
@@ -62,17 +64,36 @@ def test_unroll_table_grows_the_unrolled_graph_only():
         return rnn.unroll_summary(crafted)
 
     mixed = timed(2.0, 1.0, 1.0, 2.0)
-    assert "faster at 2 steps (2.00x), slower at 6 steps (0.50x)." in mixed, mixed
+    assert "2.00x faster at 2 steps, 2.00x slower at 6 steps." in mixed, mixed
     assert "faster at some lengths and slower at others" in mixed
     same = timed(2.0, 1.0, 2.0, 1.0)
-    assert "faster at 2 steps (2.00x), faster at 6 steps (2.00x)." in same
+    assert "2.00x faster at 2 steps, 2.00x faster at 6 steps." in same
     assert "at others" not in same
-    assert "no clear difference at 2 steps (1.00x)" in timed(1.0, 1.0, 2.0, 1.0)
+    assert "no clear difference (1.00x) at 2 steps" in timed(1.0, 1.0, 2.0, 1.0)
     untimed = table.copy()
     untimed.attrs["timings"] = {}
     assert "as fast (no spread kept)." in rnn.unroll_summary(untimed)
     fig = rnn.unroll_figure(table, "t")
     assert len(fig.axes) == 3
+
+
+def test_unroll_table_times_the_two_steps_in_turns(monkeypatch):
+    from helpers import timing
+
+    calls = []
+    real = timing.compare
+
+    def spy(variants, *args, **kwargs):
+        calls.append(sorted(variants))
+        return real(variants, *args, **kwargs)
+
+    monkeypatch.setattr(timing, "compare", spy)
+    table = rnn.unroll_table((2, 3), batch=2, features=3, units=4, repeats=2)
+    assert calls == [
+        ["loop", "unrolled"],
+        ["loop", "unrolled"],
+    ]  # one interleaved comparison per length
+    assert all(t.count == 2 for t in table.attrs["timings"].values())
 
 
 def test_check_cudnn_ready():
