@@ -71,6 +71,10 @@ EXEMPT = {
         "a record run_trials fills, not called by learners"
     ),
     "helpers.timing_stats.format_seconds": "formats any number for display (inf and nan as such)",
+    "helpers.verdicts.outcome": (
+        "reads the ratios that verdict and the topic reports compute from timings "
+        "(verdict checks them first); a learner calls verdict"
+    ),
     "helpers.timing.rotated:round_index": (
         "any whole number is a valid round; it is taken modulo the length"
     ),
