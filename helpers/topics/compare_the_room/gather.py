@@ -46,6 +46,16 @@ def table(results: Sequence[Result], kind: str = "speed-up") -> Any:
     )
 
 
+def compared(results: Sequence[Result]) -> dict[str, str]:
+    """What each comparison id compares, "baseline -> variant", from the records (both fields are
+    optional in a result file: "?" where one is missing); ids do not all name the baseline first."""
+    return {
+        i: f"{record.get('baseline', '?')} -> {record.get('variant', '?')}"
+        for r in results
+        for i, record in r.records.items()
+    }
+
+
 def one_run(record: dict[str, Any]) -> bool:
     """A record from a single run of each side: its spread has no width, and says nothing."""
     return record.get("repeats", 2) < 2

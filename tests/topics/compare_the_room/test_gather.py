@@ -172,6 +172,8 @@ def test_sizes_and_shares_of_a_bound_are_not_read_or_drawn_as_speed_ups(tmp_path
     ]  # a unit of bytes without a kind: a size
     assert list(gather.table(results, "size ratio").index) == ["fake.size"]
     assert list(gather.table(results, "share of bound").index) == ["fake.share"]
+    sides = gather.compared(results)  # baseline -> variant; fields a file may leave out read "?"
+    assert sides["fake.slow_vs_fast"] == "slow -> fast" and sides["fake.size"] == "? -> ?"
     assert [line.split(":")[0] for line in gather.disagreements(results)] == ["fake.slow_vs_fast"]
     text = gather.markdown(results)
     assert "| fake.slow_vs_fast | 2.00x | 0.50x | 1.20x |" in text
