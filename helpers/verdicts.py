@@ -20,14 +20,14 @@ EXPECTATIONS = ("faster", "slower", "no clear difference", "not faster", "not sl
 def ratio(table: Any, variant: str, baseline: str | None = None) -> tuple[float, float, float, int]:
     """``variant``'s speed-up over ``baseline`` (the table's own baseline by default): median,
     the low and high ends from the quartiles (baseline q1 over variant q3, baseline q3 over
-    variant q1: the "quartile ratios" a verdict prints), and the runs per row."""
+    variant q1: the "quartile ratios" a verdict prints), and the runs in the smaller row."""
     baseline = table.attrs.get("baseline", table.index[0]) if baseline is None else baseline
     for name in (variant, baseline):
         if name not in table.index:
             raise ValueError(f"variant {name!r} is not in the table {list(table.index)}")
     if baseline == table.attrs.get("baseline", table.index[0]):
-        row = table.loc[variant]
-        return row["speedup"], row["speedup_low"], row["speedup_high"], int(row["repeats"])
+        row, runs = table.loc[variant], int(table.loc[[variant, baseline], "repeats"].min())
+        return row["speedup"], row["speedup_low"], row["speedup_high"], runs
     base, var = table.loc[baseline], table.loc[variant]
     return (
         _div(base["median_s"], var["median_s"]),
@@ -42,6 +42,10 @@ def _div(a: float, b: float) -> float:
         return a / b
     return math.nan if a == 0 else math.inf
 
+
+#: Fewer runs than this in either row leave no spread to read (the quartiles of one run are the
+#: run itself), so a verdict names no winner from them.
+MIN_RUNS = 2
 
 #: A median within this fraction of 1 is no clear difference even when the quartiles part: a 1 %
 #: gain is inside what a rerun moves, and a verdict must not name a winner there.
@@ -84,6 +88,15 @@ def verdict(
             f"{variant} vs {base_name}: some calls were too fast for the clock to time; "
             "use a bigger workload."
         )
+    because = f" ({why})" if why else ""
+    if repeats < MIN_RUNS:
+        line = (
+            f"{variant} vs {base_name}: {speedup:.2f}x from {repeats} run each, too few to judge "
+            f"(no spread); rerun with {MIN_RUNS} or more."
+        )
+        if expect is None:
+            return line
+        return f"{line} Expected here: {_wanted(variant, base_name, expect)}{because}; not judged."
     spread = f"quartile ratios {low:.2f}-{high:.2f}x, {repeats} runs each"
     seen = outcome(low, high, speedup)
     if seen == "no clear difference":
@@ -106,19 +119,19 @@ def verdict(
     if seen == "no clear difference" and (expect == seen or expect.startswith("not ")):
         # no rerun needed
         line = f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread})."
-    because = f" ({why})" if why else ""
     if seen == expect or (expect.startswith("not ") and seen != expect[4:]):
         held = "as expected"
     elif seen == "no clear difference":
         held = "not shown in this run"
     else:
         held = "not what this machine was expected to show: see the conditions in the text"
-    wanted = (
-        "no clear difference"
-        if expect == "no clear difference"
-        else f"{variant} {expect} than {base_name}"
-    )
-    return f"{line} Expected here: {wanted}{because}; {held}."
+    return f"{line} Expected here: {_wanted(variant, base_name, expect)}{because}; {held}."
+
+
+def _wanted(variant: str, base_name: str, expect: str) -> str:
+    if expect == "no clear difference":
+        return expect
+    return f"{variant} {expect} than {base_name}"
 
 
 def verdict_of(timings: Any, variant: str, baseline: str, **kwargs: Any) -> str:

@@ -31,6 +31,19 @@ def test_a_tiny_gain_is_no_clear_difference_even_when_the_quartiles_part():
     assert "no clear difference" in line and "within 3% at the median" in line
 
 
+def test_one_run_each_is_not_judged():
+    # One fresh process per setting (a widget's single round): no spread, so no winner, even
+    # when the two runs differ by 2x; an expectation is named and left unjudged.
+    line = verdicts.verdict(_table(base=(2.0,), var=(1.0,)))
+    assert (
+        line
+        == "var vs base: 2.00x from 1 run each, too few to judge (no spread); rerun with 2 or more."
+    )
+    line = verdicts.verdict(_table(base=(2.0,), var=(1.0, 1.0)), expect="faster", why="a reason")
+    assert line.endswith("Expected here: var faster than base (a reason); not judged.")
+    assert "faster than base (" in verdicts.verdict(_table(base=(2.0, 2.0), var=(1.0, 1.0)))
+
+
 def test_too_fast_for_the_clock():
     assert "too fast for the clock" in verdicts.verdict(_table(base=(1.0, 1.0), var=(0.0, 0.0)))
 

@@ -10,13 +10,14 @@ imported from ``helpers.lessons.profile_and_tune_a_job``.
 from __future__ import annotations
 
 import math
+import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, env, procs, timing
+from helpers import checks, env, procs, timing, verdicts
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn
@@ -59,8 +60,11 @@ def run_stages(
     on_progress: ProgressFn | None = None,
 ) -> Any:
     """Each stage (all by default) in its own fresh process running ``CAPSTONE_CHILD``, on the
-    same ``n_images`` images, ``rounds`` times in rotation: images/s at the median epoch with
-    its IQR, the gain over the stage before and over the naive job (``skipped`` stages: no run)."""
+    same ``n_images`` images, ``rounds`` times in rotation. A run is one process, read at its
+    median epoch: epochs of one process share its memory layout and thread placement and differ
+    less than two processes do, so the spread and the verdicts count processes, not epochs (the
+    epochs stay in ``attrs["epoch_seconds"]``). Per stage: images/s at the median run with its
+    IQR, the gain over the stage before and over the naive job (``skipped`` stages: no run)."""
     chosen = list(range(len(names()))) if stages is None else list(stages)
     if not chosen or any(not isinstance(i, int) or not 0 <= i < len(names()) for i in chosen):
         raise ValueError(f"stages must be indices between 0 and {len(names()) - 1}, got {stages!r}")
@@ -74,18 +78,23 @@ def run_stages(
     shard_dir = (Path(workdir) / f"capstone-{n_images}").resolve()
     pipelines.make_jpeg_shards(shard_dir, n_images)
     run = [i for i in chosen if i not in skip]
-    seconds: dict[int, list[float]] = {i: [] for i in run}
+    epoch_seconds: dict[int, list[list[float]]] = {i: [] for i in run}
     with procs.programs({"capstone_child.py": lesson().CAPSTONE_CHILD}) as files:
         program = files["capstone_child.py"]
         for r in range(rounds):
             for n, index in enumerate(timing.rotated(run, r), start=1):
-                seconds[index].extend(
+                epoch_seconds[index].append(
                     run_stage(program, index, shard_dir, n_images, epochs, skip, timeout)
                 )
                 if on_progress is not None:
                     on_progress(r * len(run) + n, rounds * len(run))
-    timings = {i: Timing(names()[i], tuple(seconds[i]), items=n_images) for i in run}
-    return stage_table(timings, chosen, skip)
+    timings = {
+        i: Timing(names()[i], tuple(statistics.median(e) for e in epoch_seconds[i]), n_images)
+        for i in run
+    }
+    table = stage_table(timings, chosen, skip)
+    table.attrs["epoch_seconds"] = {names()[i]: epoch_seconds[i] for i in run}
+    return table
 
 
 def stage_verdicts(table: Any, expect: Mapping[str, tuple[str, str]]) -> list[str]:
@@ -93,8 +102,6 @@ def stage_verdicts(table: Any, expect: Mapping[str, tuple[str, str]]) -> list[st
     ``expect`` (stage name -> (direction, why), as ``verdicts.verdict`` takes them) when that
     stage is the one just before it in the job (only skipped stages between); a stage compared
     across stages that were not chosen gets no expectation, since its gain is several changes'."""
-    from helpers import verdicts
-
     timings, order = table.attrs["timings"], {name: i for i, name in enumerate(names())}
     skip = {names()[i] for i in table.attrs.get("skip", {})}
     lines, before = [], None
@@ -172,7 +179,7 @@ def report(table: Any) -> str:
 
 
 def capstone_figure(table: Any, title: str = "") -> Any:
-    """Images per second per stage, whiskers from the quartile epochs, with the cumulative speed-up
+    """Images per second per stage, whiskers from the quartile runs, with the cumulative speed-up
     and its quartile range at the end of each bar."""
     from matplotlib.figure import Figure
 
@@ -196,7 +203,8 @@ def capstone_figure(table: Any, title: str = "") -> Any:
         ax.text(speed + high[i], i, label, va="center", fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel(
-        "training images per second, median epoch (whiskers: quartile epochs)\n"
+        "training images per second, median run (whiskers: quartile runs; a run is one fresh\n"
+        "process, read at its median epoch)\n"
         "at each bar: the cumulative speed-up over the first stage (its quartile range)"
     )
     ax.set_xlim(0, max(v + h for v, h in zip(speeds, high, strict=True)) * 1.3 or 1)
@@ -208,8 +216,14 @@ def capstone_figure(table: Any, title: str = "") -> Any:
 def capstone_summary(table: Any) -> str:
     """The cumulative speed-up, and the stage that gained most: every stage that clearly gained
     (its gain's IQR above 1x) and whose IQR reaches the biggest one's is named with it, since a
-    lead inside the spread is not a win."""
+    lead inside the spread is not a win. From one run per stage, no step is judged."""
     ran = table.dropna(subset=["images/s"])
+    runs = min(t.count for t in table.attrs["timings"].values())
+    if runs < verdicts.MIN_RUNS:
+        return (
+            f"{ran.index[0]} -> {ran.index[-1]}: {ran['cumulative'].iloc[-1]:.2f}x in all, from "
+            f"{runs} run per stage: no spread to judge any step by; choose more rounds."
+        )
     head = (
         f"{ran.index[0]} -> {ran.index[-1]}: {ran['cumulative'].iloc[-1]:.2f}x in all "
         f"(IQR {ran['cumulative q1-q3'].iloc[-1]})"
@@ -272,7 +286,7 @@ BENCHMARKS = [
         measure=_naive_vs_tuned,
         baseline="naive",
         variant="tuned",
-        quick={"n_images": 256, "epochs": 3, "rounds": 1},
-        full={"n_images": 2048, "epochs": 3, "rounds": 2},
+        quick={"n_images": 256, "epochs": 3, "rounds": 2},
+        full={"n_images": 2048, "epochs": 3, "rounds": 3},
     ),
 ]

@@ -174,6 +174,11 @@ def test_stage_table_from_timings():
     )
     assert capstone.capstone_summary(table).startswith("naive -> + batch 128: 4.00x in all")
     assert len(capstone.capstone_figure(table, "t").axes) == 1
+    once = {i: Timing(t.label, t.seconds[:1], items=256) for i, t in timings.items()}
+    assert capstone.capstone_summary(capstone.stage_table(once, [0, 5, 7], {})) == (
+        "naive -> + batch 128: 4.00x in all, from 1 run per stage: no spread to judge any step by; "
+        "choose more rounds."
+    )
     spread = capstone.stage_table(
         {
             0: Timing(names[0], (3.0, 4.0, 5.0), items=256),
@@ -231,7 +236,7 @@ def test_run_stages_in_fresh_processes(tmp_path, monkeypatch):
     table = capstone.run_stages(
         tmp_path,
         n_images=128,
-        epochs=1,
+        epochs=2,
         stages=[6, 8],
         rounds=2,
         on_progress=lambda d, t: calls.append((d, t)),
@@ -240,7 +245,11 @@ def test_run_stages_in_fresh_processes(tmp_path, monkeypatch):
     assert table["images/s"].iloc[1] > 0 and table["cumulative"].iloc[1] == 1.0
     assert table["note"].iloc[0] == "skipped: reason"
     assert calls == [(1, 2), (2, 2)]
-    assert [t.count for t in table.attrs["timings"].values()] == [2]  # one epoch per round, pooled
+    # A run is one process at its median epoch: two rounds, two runs, each from two epochs.
+    (timed,) = table.attrs["timings"].values()
+    (epochs,) = table.attrs["epoch_seconds"].values()
+    assert timed.count == 2 and [len(e) for e in epochs] == [2, 2]
+    assert sorted(timed.seconds) == sorted((a + b) / 2 for a, b in epochs)
 
 
 def test_bad_input(tmp_path):
