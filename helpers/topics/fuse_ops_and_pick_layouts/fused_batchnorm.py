@@ -116,11 +116,14 @@ def batchnorm_grid(
 
 def grid_summary(grid: Any) -> str:
     """A computed line per row of ``batchnorm_grid``: the fused kernel against the separate ops,
-    with its spread; in NHWC read against the expectation that fusing wins (one kernel reads and
-    writes the activations once per pass, the separate ops once each)."""
+    with its spread; in NHWC read against the expectation that fusing wins (one kernel writes no
+    whole-tensor intermediate, where each separate op writes its result)."""
     from helpers import verdicts
 
-    why = "one kernel passes over the activations once, the separate ops once each"
+    why = (
+        "one kernel: no whole-tensor intermediates written, "
+        "against a pass and a written tensor per separate op"
+    )
     return "\n".join(
         f"{case}: "
         + verdicts.verdict(
