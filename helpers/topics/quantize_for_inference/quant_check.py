@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from os import PathLike
+from pathlib import Path
 from typing import Any
 
 from helpers.exercises import Feedback, correct, not_yet
@@ -10,13 +12,29 @@ from helpers.topics.quantize_for_inference.quant_models import KIB, make_interpr
 
 
 def check_int8_model(content: Any, model: Any, x_test: Any) -> Feedback:
-    """Exercise check: ``content`` is a fully int8 TFLite model (int8 input and output) that
-    agrees with ``model`` on at least 95% of ``x_test``."""
+    """Exercise check: ``content`` (the model's bytes, or the path of the ``.tflite`` file that
+    ``model.export`` wrote) is a fully int8 TFLite model (int8 input and output) that agrees
+    with ``model`` on at least 95% of ``x_test``."""
     import numpy as np
 
+    if content is None:
+        return not_yet(
+            "got None: model.export(path, format='litert', ...) writes the file and returns "
+            "None; pass its path (or Path(path).read_bytes())"
+        )
+    if isinstance(content, str | PathLike):
+        path = Path(content)
+        if path.suffix != ".tflite" or not path.is_file():
+            return not_yet(
+                f"{str(path)!r} is not a .tflite file: pass the model's bytes or its path"
+            )
+        content = path.read_bytes()
     if not isinstance(content, bytes | bytearray) or not content:
         shown = "empty bytes" if isinstance(content, bytes | bytearray) else type(content).__name__
-        return not_yet(f"pass the converter's output (the model's bytes), got {shown}")
+        return not_yet(
+            f"pass the converter's output (the model's bytes) or the .tflite file's path, "
+            f"got {shown}"
+        )
     try:
         interpreter, _ = make_interpreter(bytes(content))
         dtypes = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -114,6 +115,28 @@ def _converted(model, x, input_type=None, output_type=None, spelling="notebook")
             return converter.convert()
 
 
+_EXPORTS = tempfile.TemporaryDirectory(prefix="int8-export-")  # removed when the process exits
+
+
+def _exported_int8(model, x):
+    """Section 6's route: Keras 3 writes the full-int8 file itself; the answer is its path."""
+    import tensorflow as tf
+
+    path = Path(_EXPORTS.name) / "int8.tflite"
+    with quant.quiet():
+        model.export(
+            str(path),
+            format="litert",
+            verbose=False,
+            optimizations=[tf.lite.Optimize.DEFAULT],
+            representative_dataset=lambda: ([x[i : i + 1]] for i in range(100)),
+            target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]},
+            inference_input_type=tf.int8,
+            inference_output_type=tf.int8,
+        )
+    return path
+
+
 #: The exercise's grader table: (id, how the answer is made, passes, words the message must hold).
 INT8 = [
     ("stub", lambda m, x: b"", False, "got empty bytes"),
@@ -162,7 +185,20 @@ INT8 = [
         False,
         "uint8 is TF1's quantized type; set both inference types to tf.int8",
     ),
-    ("a path, not the bytes", lambda m, x: "model.tflite", False, "got str"),
+    (
+        "model.export's file, by its path",
+        lambda m, x: _exported_int8(m, x),
+        True,
+        "an int8 model",
+    ),
+    (
+        "model.export's return value",
+        lambda m, x: None,
+        False,
+        "writes the file and returns None; pass its path",
+    ),
+    ("a path that is not there", lambda m, x: "model.tflite", False, "is not a .tflite file"),
+    ("a number", lambda m, x: 3, False, "got int"),
     ("not a model", lambda m, x: b"not a model", False, "could not load"),
 ]
 
