@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -167,7 +171,7 @@ def _warmup_answers():
 
     return [
         ("stub", lambda: (None, None), False, "first must be the seconds"),
-        ("tf.timestamp", with_tf_timestamp, True, "that is tracing"),
+        ("tf.timestamp", with_tf_timestamp, True, "tracing, then the traced graph's first run"),
         ("nanoseconds", in_nanoseconds, False, "are both in seconds?"),
         (
             "a NumPy bool",
@@ -187,8 +191,13 @@ def _warmup_answers():
             False,
             "not a time in seconds",
         ),
-        ("solution", solution, True, "that is tracing"),
-        ("perf_counter by hand", first_call_by_hand, True, "that is tracing"),
+        ("solution", solution, True, "tracing, then the traced graph's first run"),
+        (
+            "perf_counter by hand",
+            first_call_by_hand,
+            True,
+            "tracing, then the traced graph's first run",
+        ),
         ("already traced", already_traced, False, "already traced"),
         ("three repeats", too_few_repeats, False, "repeats=10"),
         ("a string", lambda: ("0.5 s", None), False, "first must be the seconds"),
@@ -513,12 +522,16 @@ def test_reordered_grader_explains_a_cache_file_from_an_earlier_run(shards, tmp_
 # --- 01: the graph of z = x @ w + b -------------------------------------------------------------
 
 
-def _graph(body, x_shape=(None, 3), w_shape=(3, 2)):
+def _graph(body, x_shape=(None, 3), w_shape=(3, 2), with_default=False):
     import tensorflow as tf
 
     graph = tf.Graph()
     with graph.as_default():
-        x = tf.compat.v1.placeholder(tf.float32, list(x_shape), name="x")
+        x = (
+            tf.compat.v1.placeholder_with_default(tf.zeros([1, 3]), list(x_shape), name="x")
+            if with_default
+            else tf.compat.v1.placeholder(tf.float32, list(x_shape), name="x")
+        )
         w = tf.Variable(tf.zeros(list(w_shape)), name="w")
         body(tf, x, w)
     return graph
@@ -526,6 +539,24 @@ def _graph(body, x_shape=(None, 3), w_shape=(3, 2)):
 
 AFFINE = [
     ("stub", lambda: None, False, "must be a tf.Graph"),
+    (
+        "x a placeholder with a default",
+        lambda: _graph(lambda tf, x, w: x @ w + tf.constant([1.0, 2.0]), with_default=True),
+        True,
+        "ops",
+    ),
+    (
+        "b a second placeholder",
+        lambda: _graph(lambda tf, x, w: x @ w + tf.compat.v1.placeholder(tf.float32, [2])),
+        False,
+        "the add's other input must be the constant b",
+    ),
+    (
+        "x @ w added to itself",
+        lambda: _graph(lambda tf, x, w: x @ w + x @ w),
+        False,
+        "the add's other input must be the constant b",
+    ),
     (
         "solution",
         lambda: _graph(lambda tf, x, w: tf.matmul(x, w) + tf.constant([1.0, 2.0])),
@@ -622,150 +653,241 @@ def test_affine_graph_grader(row):
     judge(graphs.check_affine_graph(make()), passes, words)
 
 
-# --- 04: two towers summed with add_n on CPU:0 (placement tables as log.run returns them) -------
-
-
 def _table(rows):
     import pandas as pd
 
     return pd.DataFrame(rows, columns=["op", "kernel", "device"])
 
 
+# --- 04: two towers summed with add_n on CPU:0 (real answers, in a child with four logical CPUs) --
+
+#: The answers, as a learner writes them: each defines my_towers (and may call it first).
+TOWER_ANSWERS = {
+    "stub": """
+def my_towers(batch):
+    ...
+""",
+    "solution": """
+@tf.function
+def my_towers(batch):
+    parts = []
+    for device, piece in zip(["/CPU:2", "/CPU:3"], tf.split(batch, 2)):
+        with tf.device(device):
+            parts.append(tf.matmul(piece, piece, transpose_a=True))
+    with tf.device("/CPU:0"):
+        return tf.add_n(parts)
+""",
+    "slices, transpose first, lower-case devices": """
+@tf.function
+def my_towers(batch):
+    half = batch.shape[0] // 2
+    with tf.device("/cpu:2"):
+        a = tf.matmul(tf.transpose(batch[:half]), batch[:half])
+    with tf.device("/device:CPU:3"):
+        b = tf.matmul(tf.transpose(batch[half:]), batch[half:])
+    with tf.device("/cpu:0"):
+        return tf.add_n([a, b])
+""",
+    "einsum towers": """
+@tf.function
+def my_towers(batch):
+    a, b = tf.split(batch, 2)
+    with tf.device("/CPU:2"):
+        a = tf.einsum("bi,bj->ij", a, a)
+    with tf.device("/CPU:3"):
+        b = tf.einsum("bi,bj->ij", b, b)
+    with tf.device("/CPU:0"):
+        return tf.add_n([a, b])
+""",
+    "no split: the whole batch on both devices, halved": """
+@tf.function
+def my_towers(batch):
+    with tf.device("/CPU:2"):
+        a = tf.matmul(batch, batch, transpose_a=True)
+    with tf.device("/CPU:3"):
+        b = tf.matmul(batch, batch, transpose_a=True)
+    with tf.device("/CPU:0"):
+        return tf.add_n([a, b]) / 2
+""",
+    "add_n not pinned": """
+@tf.function
+def my_towers(batch):
+    parts = []
+    for device, piece in zip(["/CPU:2", "/CPU:3"], tf.split(batch, 2)):
+        with tf.device(device):
+            parts.append(tf.matmul(piece, piece, transpose_a=True))
+    return tf.add_n(parts)
+""",
+    "split in three (512 rows do not divide)": """
+@tf.function
+def my_towers(batch):
+    a, b, c = tf.split(batch, 3)
+    with tf.device("/CPU:2"):
+        a = tf.matmul(a, a, transpose_a=True)
+    with tf.device("/CPU:3"):
+        b = tf.matmul(b, b, transpose_a=True)
+    with tf.device("/CPU:0"):
+        return tf.add_n([a, b])
+""",
+    ".numpy() inside the tf.function": """
+@tf.function
+def my_towers(batch):
+    a, b = tf.split(batch, 2)
+    with tf.device("/CPU:2"):
+        a = tf.matmul(a, a, transpose_a=True).numpy()
+    with tf.device("/CPU:3"):
+        b = tf.matmul(b, b, transpose_a=True)
+    with tf.device("/CPU:0"):
+        return tf.add_n([a, b])
+""",
+    "eager (no tf.function)": """
+def my_towers(batch):
+    a, b = tf.split(batch, 2)
+    with tf.device("/CPU:2"):
+        a = tf.matmul(a, a, transpose_a=True)
+    with tf.device("/CPU:3"):
+        b = tf.matmul(b, b, transpose_a=True)
+    with tf.device("/CPU:0"):
+        return tf.add_n([a, b])
+""",
+    "one tower": """
+@tf.function
+def my_towers(batch):
+    a, b = tf.split(batch, 2)
+    with tf.device("/CPU:2"):
+        a = tf.matmul(a, a, transpose_a=True)
+        b = tf.matmul(b, b, transpose_a=True)
+    with tf.device("/CPU:0"):
+        return tf.add_n([a, b])
+""",
+    "sum on a tower's device": """
+@tf.function
+def my_towers(batch):
+    a, b = tf.split(batch, 2)
+    with tf.device("/CPU:2"):
+        a = tf.matmul(a, a, transpose_a=True)
+    with tf.device("/CPU:3"):
+        b = tf.matmul(b, b, transpose_a=True)
+        return tf.add_n([a, b])
+""",
+    "one half twice": """
+@tf.function
+def my_towers(batch):
+    a, _ = tf.split(batch, 2)
+    with tf.device("/CPU:2"):
+        x = tf.matmul(a, a, transpose_a=True)
+    with tf.device("/CPU:3"):
+        y = tf.matmul(a, a, transpose_a=True)
+    with tf.device("/CPU:0"):
+        return tf.add_n([x, y])
+""",
+    "a list returned": """
+@tf.function
+def my_towers(batch):
+    a, b = tf.split(batch, 2)
+    with tf.device("/CPU:2"):
+        a = tf.matmul(a, a, transpose_a=True)
+    with tf.device("/CPU:3"):
+        b = tf.matmul(b, b, transpose_a=True)
+    return [a, b]
+""",
+    "checked twice (the function already placed)": """
+@tf.function
+def my_towers(batch):
+    parts = []
+    for device, piece in zip(["/CPU:2", "/CPU:3"], tf.split(batch, 2)):
+        with tf.device(device):
+            parts.append(tf.matmul(piece, piece, transpose_a=True))
+    with tf.device("/CPU:0"):
+        return tf.add_n(parts)
+
+towers.check_towers(my_towers, batch, log)
+""",
+    "a wrapper around a tf.function": """
+@tf.function
+def inner(batch):
+    parts = []
+    for device, piece in zip(["/CPU:2", "/CPU:3"], tf.split(batch, 2)):
+        with tf.device(device):
+            parts.append(tf.matmul(piece, piece, transpose_a=True))
+    with tf.device("/CPU:0"):
+        return tf.add_n(parts)
+
+def my_towers(batch):
+    return inner(batch)
+""",
+    "not a function": """
+my_towers = None
+""",
+}
+
+#: (answer, passes, words the message must hold)
 TOWERS = [
-    ("stub", None, None, False, "my_towers returned nothing: return the tf.add_n"),
-    (
-        "solution",
-        "right",
-        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
-        True,
-        "towers on CPU:2, CPU:3",
-    ),
-    (
-        "oneDNN kernels",
-        "right",
-        [
-            ("MatMul", "_MklMatMul", "CPU:3"),
-            ("MatMul_1", "_MklMatMul", "CPU:2"),
-            ("AddN", "AddN", "CPU:0"),
-        ],
-        True,
-        "towers on CPU:2, CPU:3",
-    ),
-    (
-        "einsum towers",
-        "right",
-        [
-            ("einsum/Einsum", "Einsum", "CPU:2"),
-            ("einsum_1/Einsum", "Einsum", "CPU:3"),
-            ("AddN", "AddN", "CPU:0"),
-        ],
-        True,
-        "towers on CPU:2, CPU:3",
-    ),
-    (
-        "one tower",
-        "right",
-        [("MatMul", "MatMul", "CPU:2"), ("AddN", "AddN", "CPU:0")],
-        False,
-        "put one tower on CPU:2",
-    ),
-    (
-        "sum on a tower's device",
-        "right",
-        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:3")],
-        False,
-        "not on CPU:0",
-    ),
-    (
-        "wrong numbers",
-        "double",
-        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
-        False,
-        "differs from batch^T batch",
-    ),
-    (
-        "a list, not a tensor",
-        "list",
-        [("AddN", "AddN", "CPU:0")],
-        False,
-        "returned a list, not a tensor",
-    ),
-    ("no table", "right", None, False, "pass the table that log.run"),
-    (
-        "float64, another correct spelling",
-        "float64",
-        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
-        True,
-        "towers on CPU:2, CPU:3",
-    ),
-    (
-        "strings",
-        "strings",
-        [("AddN", "AddN", "CPU:0")],
-        False,
-        "not a number tensor",
-    ),
-    ("called before log.run: an empty log", "right", [], False, "on its first call only"),
-    ("a table without kernels", "right", "no kernel column", False, "pass the table that log.run"),
-    (
-        "eager (no tf.function)",
-        "right",
-        [("MatMul", "MatMul", "CPU:2"), ("MatMul", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
-        False,
-        "make my_towers a tf.function",
-    ),
-    (
-        "NaN",
-        "nan",
-        [("MatMul", "MatMul", "CPU:2"), ("MatMul_1", "MatMul", "CPU:3"), ("AddN", "AddN", "CPU:0")],
-        False,
-        "differs from batch^T batch",
-    ),
-    ("no matmul", "right", [("AddN", "AddN", "CPU:0")], False, "the table shows no matmul"),
+    ("stub", False, "my_towers returned nothing: return the tf.add_n"),
+    ("solution", True, "towers on CPU:2, CPU:3, summed on CPU:0"),
+    ("slices, transpose first, lower-case devices", True, "towers on CPU:2, CPU:3"),
+    ("einsum towers", True, "towers on CPU:2, CPU:3"),
+    ("no split: the whole batch on both devices, halved", False, "takes the whole batch"),
+    ("add_n not pinned", False, "the add_n is not pinned"),
+    ("split in three (512 rows do not divide)", False, "calling my_towers(batch) raised"),
+    (".numpy() inside the tf.function", False, "calling my_towers(batch) raised"),
+    ("eager (no tf.function)", False, "make my_towers a tf.function"),
+    ("one tower", False, "put one tower on CPU:2 and the other on CPU:3"),
+    ("sum on a tower's device", False, "not on CPU:0"),
+    ("one half twice", False, "differs from batch^T batch"),
+    ("a list returned", False, "returned a list, not a tensor"),
+    ("checked twice (the function already placed)", False, "on its first call only"),
+    ("a wrapper around a tf.function", False, "make my_towers itself the tf.function"),
+    ("not a function", False, "pass your function my_towers itself, got NoneType"),
 ]
 
-
-@pytest.mark.parametrize("row", range(len(TOWERS)), ids=[row[0] for row in TOWERS])
-def test_towers_grader(row):
+TOWERS_CHILD = textwrap.dedent("""
+    import json, sys
+    from helpers import fdlog
     import tensorflow as tf
+    tf.debugging.set_log_device_placement(True)  # as notebook 04's Setup: before any op
+    log = fdlog.start_logging()
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
+    from helpers.topics.split_work_into_towers import towers
+    batch = tf.random.stateless_normal([512, 512], seed=(4, 2))  # the notebook's
+    kept = batch.numpy().copy()
+    answers = json.loads(open(sys.argv[1]).read())
+    with open(sys.argv[2], "w") as out:  # not stdout: the placement log holds fd 1 and 2
+        for name, source in answers:
+            space = {"tf": tf, "towers": towers, "batch": batch, "log": log}
+            exec(source, space)
+            feedback = towers.check_towers(space["my_towers"], batch, log)
+            unchanged = bool((batch.numpy() == kept).all())
+            out.write(json.dumps({"name": name, "ok": bool(feedback), "message": feedback.message,
+                                  "batch unchanged": unchanged}) + "\\n")
+""")
 
+
+def test_towers_grader(tmp_path):
+    answers, results = tmp_path / "answers.json", tmp_path / "results.jsonl"
+    answers.write_text(json.dumps([(name, TOWER_ANSWERS[name]) for name, _, _ in TOWERS]))
+    done = subprocess.run(
+        [sys.executable, "-c", TOWERS_CHILD, str(answers), str(results)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},  # the placement lines are INFO
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [row["name"] for row in rows] == [name for name, _, _ in TOWERS]
+    for (name, passes, words), row in zip(TOWERS, rows, strict=True):
+        assert row["ok"] is passes, (name, row["message"])
+        assert row["message"].startswith("Correct: " if passes else "Not yet: "), (name, row)
+        assert words in row["message"], (name, row["message"])
+        assert row["batch unchanged"], name
+
+
+def test_towers_grader_refuses_a_log_that_is_not_one():
     from helpers.topics.split_work_into_towers import towers
 
-    name, result, rows, passes, words = TOWERS[row]
-    if isinstance(rows, list) and rows and not name.startswith("eager"):  # as a tf.function logs
-        rows = [*rows, ("__inference_my_towers_5", "__inference_my_towers_5", "CPU:0")]
-    batch = tf.random.stateless_normal([8, 4], seed=(1, 1))
-    want = tf.matmul(batch, batch, transpose_a=True)
-    answer = {
-        "right": want,
-        "double": want * 2,
-        "list": want.numpy().tolist(),
-        "float64": tf.cast(want, tf.float64),
-        "strings": tf.strings.as_string(want),
-        "nan": want * float("nan"),
-        None: None,
-    }[result]
-    table = (
-        None
-        if rows is None
-        else _table([]).drop(columns="kernel")
-        if rows == "no kernel column"
-        else _table(rows)
-    )
-    judge(towers.check_towers(answer, table, batch), passes, words)
-
-
-def test_towers_grader_with_another_third_argument():
-    import tensorflow as tf
-
-    from helpers.topics.split_work_into_towers import towers
-
-    table = _table([("MatMul", "MatMul", "CPU:2"), ("AddN", "AddN", "CPU:0")])
-    judge(
-        towers.check_towers(tf.ones([4, 4]), table, tf.ones([3])),
-        False,
-        "pass the batch as the third argument",
-    )
+    judge(towers.check_towers(lambda b: b, [1.0], None), False, "pass the notebook's placement log")
 
 
 # --- 01: a training step as a tf.function -------------------------------------------------------
@@ -825,6 +947,12 @@ def _training_answers(v):
         return tf.reduce_sum(tf.square(v - 3.0))
 
     @tf.function
+    def no_tape():  # a mistake: the right update, but the exercise is the tape
+        loss = tf.reduce_sum(tf.square(v - 3.0))
+        v.assign_sub(0.2 * (v - 3.0))
+        return loss
+
+    @tf.function
     def raises():
         return tf.reduce_sum(v) + tf.constant("x")
 
@@ -849,7 +977,8 @@ def _training_answers(v):
         ("SGD 0.01", small_rate, False, "five SGD steps of learning rate 0.1 reach 2.017"),
         ("eager", eager, False, "must be a tf.function"),
         ("ascends", ascends, False, "did not fall"),
-        ("frozen", frozen, False, "does step() update v itself?"),
+        ("frozen", frozen, False, "step() takes no gradient"),
+        ("no tape: the gradient written by hand", no_tape, False, "step() takes no gradient"),
         ("raises", raises, False, "step() raised"),
         ("returns nothing", returns_nothing, False, "step() returned nothing: return the loss"),
         ("the loss not reduced", unreduced, False, "step() returned 2 numbers"),
@@ -857,7 +986,7 @@ def _training_answers(v):
 
 
 TRAINING_IDS = ["stub", "solution", "by-hand", "adam", "sgd-0.01", "eager", "ascends", "frozen"]
-TRAINING_IDS += ["raises", "returns-nothing", "unreduced"]
+TRAINING_IDS += ["no-tape", "raises", "returns-nothing", "unreduced"]
 
 
 @pytest.mark.parametrize("row", range(len(TRAINING_IDS)), ids=TRAINING_IDS)
@@ -871,6 +1000,35 @@ def test_training_step_grader(row):
     name, step, passes, words = _training_answers(v)[row]
     judge(graphs.check_training_step(step, v), passes, words)
     assert np.array_equal(v.numpy(), [1.5, -2.0])  # the learner's variable is put back
+
+
+def test_training_step_grader_puts_the_optimizer_back():
+    # A wrong attempt with momentum, checked twice: the check's five steps must not leave the
+    # learner's optimizer counted on or its momentum moved, or the second check would differ.
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from helpers.topics.look_inside_graphs import graphs
+
+    v = tf.Variable([0.0, 0.0])
+    optimizer = keras.optimizers.SGD(0.1, momentum=0.9)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(v - 3.0))
+        optimizer.apply_gradients([(tape.gradient(loss, v), v)])
+        return loss
+
+    first = graphs.check_training_step(step, v)
+    state = [var.numpy().copy() for var in optimizer.variables]
+    assert int(optimizer.iterations.numpy()) == 0 and not first
+    second = graphs.check_training_step(step, v)
+    assert second.message == first.message
+    assert all(
+        np.array_equal(a, b.numpy()) for a, b in zip(state, optimizer.variables, strict=True)
+    )
 
 
 def test_training_step_grader_needs_a_variable():
@@ -1313,6 +1471,12 @@ FLOAT32_OUTPUT = [
         "layer 'rounded' computes its softmax in bfloat16",
     ),
     (
+        "the hidden layer given dtype='bfloat16' (bfloat16 weights)",
+        lambda: _bfloat16_weights(),
+        False,
+        "keeps its weights in bfloat16",
+    ),
+    (
         "no keras.Input",
         lambda: _no_input(),
         False,
@@ -1325,6 +1489,20 @@ FLOAT32_OUTPUT = [
         "pass a keras.Model",
     ),
 ]
+
+
+def _bfloat16_weights():
+    """A typical mistake: the hidden layer's dtype set to bfloat16 itself, not a mixed policy,
+    so its weights are bfloat16 too; the output layer is right."""
+    import keras
+
+    return keras.Sequential(
+        [
+            keras.Input((8,)),
+            keras.layers.Dense(16, activation="relu", dtype="bfloat16"),
+            keras.layers.Dense(3, activation="softmax", dtype="float32"),
+        ]
+    )
 
 
 @pytest.mark.parametrize("row", range(len(FLOAT32_OUTPUT)), ids=[row[0] for row in FLOAT32_OUTPUT])
@@ -1393,6 +1571,12 @@ def _scaled_step_answers():
         (gradient,) = tape.gradient(scaled_loss, [w])
         optimizer.apply([gradient / optimizer.scale_loss(1.0)], [w])
 
+    def float32_unscaled(w, x, optimizer):  # a mistake: float32 avoids the underflow, but
+        # optimizer.apply still divides by the loss scale the loss was never multiplied by
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(w * tf.cast(x, tf.float32))
+        optimizer.apply(tape.gradient(loss, [w]), [w])
+
     @tf.function
     def compiled(w, x, optimizer):  # the solution as a tf.function, as the notebook's own step is
         with tf.GradientTape() as tape:
@@ -1432,12 +1616,19 @@ def _scaled_step_answers():
             "scale the loss inside the GradientTape",
         ),
         ("unscaled twice", unscaled_twice, False, "32768 times too short"),
+        (
+            "float32, the loss not scaled",
+            float32_unscaled,
+            False,
+            "32768 times too short, the loss scale: optimizer.apply divides the gradients by it, "
+            "so give it the gradients of optimizer.scale_loss(loss)",
+        ),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(12),
+    range(13),
     ids=[
         "stub",
         "not-unscaled",
@@ -1451,6 +1642,7 @@ def _scaled_step_answers():
         "never-applies",
         "tape-missed-scaling",
         "unscaled-twice",
+        "float32-unscaled",
     ],
 )
 def test_scaled_step_grader(row):

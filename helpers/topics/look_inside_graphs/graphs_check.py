@@ -20,6 +20,13 @@ def _above(op: Any) -> set[str]:
     return {op.graph.get_operation_by_name(name).type for name in seen}
 
 
+def _constant(tensor: Any, fed: set[str]) -> bool:
+    """Whether ``tensor`` comes from constants only: no op of ``fed`` (the placeholders and
+    variables) at or above it."""
+    kinds = _above(tensor.op) | {tensor.op.type}
+    return "Const" in kinds and not kinds & fed
+
+
 def check_affine_graph(graph: Any) -> Feedback:
     """Exercise (01): ``graph`` holds ``z = x @ w + b`` with a placeholder, a variable and a
     constant."""
@@ -29,7 +36,7 @@ def check_affine_graph(graph: Any) -> Feedback:
         return not_yet(f"g_ex must be a tf.Graph, got {type(graph).__name__}.")
     types = {op.type for op in graph.get_operations()}
     wanted = {
-        "a placeholder x": {"Placeholder"},
+        "a placeholder x": {"Placeholder", "PlaceholderWithDefault"},
         "a variable w": {"VarHandleOp", "VariableV2"},
         "a matmul": {"MatMul", "BatchMatMulV2", "Einsum"},
         "an add": {"AddV2", "Add", "BiasAdd"},
@@ -40,7 +47,11 @@ def check_affine_graph(graph: Any) -> Feedback:
             f"the graph is missing {' and '.join(missing)}. Its op types: {sorted(types)}."
         )
     shapes = {  # what the exercise asks for: x of shape [None, 3], w of shape [3, 2]
-        "x": [op.outputs[0].shape for op in graph.get_operations() if op.type == "Placeholder"],
+        "x": [
+            op.outputs[0].shape
+            for op in graph.get_operations()
+            if op.type in wanted["a placeholder x"]
+        ],
         "w": [
             tf.TensorShape(op.get_attr("shape"))
             for op in graph.get_operations()
@@ -63,7 +74,7 @@ def check_affine_graph(graph: Any) -> Feedback:
         op
         for op in graph.get_operations()
         if op.type in wanted["a matmul"]
-        and "Placeholder" in _above(op)
+        and _above(op) & wanted["a placeholder x"]
         and _above(op) & wanted["a variable w"]
     ]
     if not products:
@@ -75,6 +86,13 @@ def check_affine_graph(graph: Any) -> Feedback:
     ]
     if not sums:
         return not_yet("the add must take the matmul's result: z = x @ w + b.")
+    fed = {*wanted["a placeholder x"], *wanted["a variable w"]}
+    sums = [op for op in sums if any(_constant(t, fed) for t in op.inputs)]
+    if not sums:
+        return not_yet(
+            "the add's other input must be the constant b (tf.constant), not something computed "
+            "from x or w: z = x @ w + b."
+        )
     if not any(op.outputs[0].shape.is_compatible_with([None, 2]) for op in sums):
         return not_yet(
             f"z has shape {sums[0].outputs[0].shape}, not (None, 2): is it x @ w, not w @ x?"
@@ -98,9 +116,19 @@ def check_training_step(step: Any, v: Any) -> Feedback:
         return not_yet("step must be a tf.function (put @tf.function above its def).")
     try:
         given = v.numpy()  # put back afterwards: a check never changes what it is given
-        v.assign(tf.zeros_like(v))
     except Exception as exc:  # a variable of a tf.Graph (exercise 1) has no value here
         return not_yet(f"v must be an eager variable, made outside any tf.Graph ({exc}).")
+    try:  # traces step if it was not called yet; its optimizer makes its variables then
+        traced = step.get_concrete_function()
+        state = [(var, var.numpy()) for var in traced.variables if var is not v]
+    except Exception as exc:  # the learner's code
+        return not_yet(f"tracing step() raised {type(exc).__name__}: {exc}")
+    if not any(op.name.startswith("gradient_tape/") for op in traced.graph.get_operations()):
+        return not_yet(
+            "step() takes no gradient: compute the loss under tf.GradientTape and apply "
+            "tape.gradient(loss, [v]) with the optimizer."
+        )
+    v.assign(tf.zeros_like(v))
     losses = []
     try:
         for _ in range(5):
@@ -118,8 +146,10 @@ def check_training_step(step: Any, v: Any) -> Feedback:
         reached = v.numpy()
     except Exception as exc:  # the learner's code
         return not_yet(f"step() raised {type(exc).__name__}: {exc}")
-    finally:
+    finally:  # v and the optimizer's state (its step count, any momentum) as they were
         v.assign(given)
+        for var, value in state:
+            var.assign(value)
     if np.allclose(reached, 0.0):
         return not_yet("v is still 0 after five calls: does step() update v itself?")
     if not all(b < a for a, b in zip(losses, losses[1:], strict=False)):

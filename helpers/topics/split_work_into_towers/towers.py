@@ -11,29 +11,97 @@ from typing import Any
 from helpers.exercises import Feedback, correct, not_yet
 from helpers.topics.find_where_ops_run.placement import devices_used
 
+#: The ops a tower's product may be written with.
+PRODUCTS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum")
 
-def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
-    """Exercise (04): ``result`` equals ``batch^T batch``; the table shows matmuls on several
-    devices and the ``AddN`` on ``CPU:0``."""
+
+def check_towers(fn: Any, batch: Any, log: Any) -> Feedback:
+    """Exercise (04): calls ``fn(batch)`` through ``log.run`` (the notebook's placement log) and
+    checks that it is a ``tf.function`` whose two towers each take part of the batch, pinned to
+    ``CPU:2`` and ``CPU:3``, summed by an ``add_n`` pinned to ``CPU:0``, giving ``batch^T batch``.
+    The learner's exceptions come back as feedback."""
+    if not callable(fn):
+        return not_yet(f"pass your function my_towers itself, got {type(fn).__name__}.")
+    if not callable(getattr(log, "run", None)):
+        return not_yet("pass the notebook's placement log, log, as the third argument.")
+    try:
+        result, table = log.run(lambda: fn(batch))
+    except Exception as exc:  # the learner's code: report it, do not let it escape
+        return not_yet(f"calling my_towers(batch) raised {type(exc).__name__}: {_first_line(exc)}")
+    feedback = _judge_run(result, table, batch)
+    if not feedback:
+        return feedback
+    graph = _judge_graph(fn, batch)  # a Feedback that is "not yet" is falsy: test for None
+    return feedback if graph is None else graph
+
+
+def _first_line(exc: BaseException) -> str:
+    try:
+        return (str(exc).strip().splitlines() or [""])[0][:160]
+    except Exception:  # a learner's exception whose __str__ fails
+        return "(its message could not be read)"
+
+
+def _judge_graph(fn: Any, batch: Any) -> Feedback | None:
+    """What the placement log cannot show, read from the traced graph: whether the towers split
+    the batch, and whether the add_n was pinned (an unpinned op lands on CPU:0 anyway)."""
+    import tensorflow as tf
+
+    if not hasattr(fn, "get_concrete_function"):
+        return not_yet("make my_towers itself the tf.function (@tf.function above its def).")
+    try:
+        ops = fn.get_concrete_function(batch).graph.get_operations()
+    except Exception as exc:  # the learner's function: report, don't crash
+        return not_yet(f"tracing my_towers raised {type(exc).__name__}: {_first_line(exc)}")
+    whole = [op.name for op in ops if op.type in PRODUCTS and any(map(_whole_batch, op.inputs))]
+    if whole:
+        return not_yet(
+            f"{whole[0]} takes the whole batch: split it (tf.split(batch, 2)) and give each "
+            "tower its own part."
+        )
+    pinned = [
+        op for op in ops if op.type == "AddN" and _on_cpu0(tf.DeviceSpec.from_string(op.device))
+    ]
+    if not pinned:
+        return not_yet(
+            "the add_n is not pinned: it ran on CPU:0 only because that is the default device; "
+            'put it inside with tf.device("/CPU:0").'
+        )
+    return None
+
+
+def _whole_batch(tensor: Any) -> bool:
+    """Whether ``tensor`` is the function's input itself (through identities, casts or
+    transposes), not a part of it."""
+    op = tensor.op
+    while op.type in ("Identity", "Cast", "Transpose", "ConjugateTranspose") and op.inputs:
+        op = op.inputs[0].op
+    return op.type == "Placeholder"
+
+
+def _on_cpu0(spec: Any) -> bool:
+    """Whether a requested device names CPU:0 ("/CPU:0", "/device:CPU:0", "cpu:0", a job's)."""
+    return (spec.device_type or "").upper() == "CPU" and spec.device_index in (0, None)
+
+
+def _judge_run(result: Any, table: Any, batch: Any) -> Feedback:
+    """``result`` equals ``batch^T batch``; the table shows matmuls on CPU:2 and CPU:3 and the
+    ``AddN`` on ``CPU:0``."""
     import tensorflow as tf
 
     if not hasattr(result, "shape"):
         got = "nothing" if result is None else f"a {type(result).__name__}, not a tensor"
         return not_yet(f"my_towers returned {got}: return the tf.add_n of the two towers.")
-    if not {"kernel", "device"} <= set(getattr(table, "columns", [])):
-        return not_yet(
-            "pass the table that log.run(lambda: my_towers(batch)) returned (the second item)."
-        )
-    if len(table) == 0:
+    if table["kernel"].astype(str).str.startswith("__inference").all():  # no op placed anew
         return not_yet(
             "the log recorded no ops: a tf.function logs where its ops run on its first call "
-            "only. Rerun the cell that defines my_towers, so that log.run makes its first call."
+            "only. Rerun the cell that defines my_towers, so that the check makes its first call."
         )
     try:
         want = tf.matmul(batch, batch, transpose_a=True)
     except Exception as exc:  # the third argument is not the notebook's batch
         first = (str(exc).strip().splitlines() or [""])[0][:120]
-        return not_yet(f"pass the batch as the third argument ({type(exc).__name__}: {first}).")
+        return not_yet(f"pass the batch as the second argument ({type(exc).__name__}: {first}).")
     if tuple(result.shape) != tuple(want.shape):
         return not_yet(f"the result has shape {tuple(result.shape)}, not {tuple(want.shape)}.")
     try:
@@ -45,9 +113,7 @@ def check_towers(result: Any, table: Any, batch: Any) -> Feedback:
         return not_yet(
             f"the sum of the towers differs from batch^T batch (relative error {error:.1e})."
         )
-    matmuls = sorted(
-        {d for kind in ("MatMul", "BatchMatMul", "Einsum") for d in devices_used(table, kind)}
-    )
+    matmuls = sorted({d for kind in PRODUCTS for d in devices_used(table, kind)})
     sums = devices_used(table, "AddN")
     if not table["kernel"].astype(str).str.startswith("__inference").any():
         return not_yet(

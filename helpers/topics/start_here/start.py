@@ -234,13 +234,13 @@ def check_warmup(first: Any, steady: Any) -> Feedback:
     if first < WARMUP_FACTOR * steady.median:
         return not_yet(
             f"the first call took {first / steady.median:.1f}x as long as a steady call; "
-            f"tracing a new function makes it at least {WARMUP_FACTOR}x. "
+            f"a new function's tracing and first run make it at least {WARMUP_FACTOR}x. "
             "Did you time a function that was already traced? "
             "Build a new tf.function and try again."
         )
     return correct(
         f"the first call took {first / steady.median:.0f}x as long as a steady call: "
-        "that is tracing."
+        "tracing, then the traced graph's first run."
     )
 
 

@@ -50,6 +50,14 @@ def check_float32_output(model: Any) -> Feedback:
             f"calling your model layer by layer raised {type(exc).__name__}: {exc} "
             "(build it with keras.Input, each layer used once)"
         )
+    kept_low = [layer for layer in low if layer.weights and layer.variable_dtype != "float32"]
+    if kept_low:
+        layer = kept_low[0]
+        return not_yet(
+            f"layer {layer.name!r} keeps its weights in {layer.variable_dtype} (a dtype of "
+            f"{layer.compute_dtype!r}, not a mixed policy): build it under mixed_bfloat16, which "
+            "keeps the weights in float32 and computes in bfloat16"
+        )
     weighted = [layer for layer in model.layers if layer.weights]
     hidden = [layer for layer in weighted[:-1] if layer not in low]  # all but the output layer
     if hidden:
@@ -130,8 +138,9 @@ def check_scaled_step(step: Callable[..., Any]) -> Feedback:
                 )
             elif np.isclose(moved * scale, expected, rtol=0.05):  # float16 rounding: 3 %
                 hint = (
-                    f": {scale:g} times too short, the loss scale: optimizer.apply already "
-                    "divides the scaled gradients by it, so do not divide them yourself"
+                    f": {scale:g} times too short, the loss scale: optimizer.apply divides the "
+                    "gradients by it, so give it the gradients of optimizer.scale_loss(loss), "
+                    "taken inside the GradientTape, and do not divide them yourself"
                 )
             elif np.isclose(moved, expected * scale, rtol=0.02):
                 hint = (
