@@ -14,8 +14,10 @@ FEATURES = 8
 
 def make_variables(strategy):
     """The weights of y = x @ w + b, created in the strategy's scope: the strategy decides where they live."""
-    # Every replica applies the same all-reduced update; ONLY_FIRST_REPLICA says so
-    # (CentralStorageStrategy needs it to update its single copy from inside a replica).
+    # ONLY_FIRST_REPLICA: an update made inside a replica takes replica 0's value and writes it to
+    # every copy (CentralStorageStrategy needs an aggregation to update its single copy from inside
+    # a replica). So the copies agree whatever each replica computed; the all-reduce in the step
+    # below is what makes replica 0's update the whole batch's.
     agg = tf.VariableAggregation.ONLY_FIRST_REPLICA
     with strategy.scope():
         w = tf.Variable(tf.zeros([FEATURES, 1]), name="w", aggregation=agg)

@@ -324,6 +324,19 @@ CHECK_IN_CHILD = textwrap.dedent("""
 """)
 
 
+def test_check_mirrored_reads_the_weights_not_the_copies():
+    # With the all-reduce made a no-op, each replica keeps its own half-batch gradient; the
+    # copies still agree (ONLY_FIRST_REPLICA writes replica 0's update to both), so only the
+    # weights, set against one device's, can tell.
+    patched = CHECK_IN_CHILD.replace(
+        "two = [",
+        "tf.distribute.ReplicaContext.all_reduce = lambda self, op, value, options=None: value\n"
+        "two = [",
+    )
+    (row,) = procs.run_rows([sys.executable, "-c", patched, MIRRORED[0][1]], timeout=300)
+    assert row["ok"] is False and "its all-reduce did not sum" in row["message"], row
+
+
 def test_check_mirrored_grader_table():
     rows = procs.run_rows(
         [sys.executable, "-c", CHECK_IN_CHILD, *[row[1] for row in MIRRORED]], timeout=300
