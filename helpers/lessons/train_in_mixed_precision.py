@@ -50,7 +50,7 @@ def image_dataset(images, labels, batch_size):
 
 
 PRECISION_CHILD = '''\
-"""Train the notebook's model for a few steps under one dtype policy; print images/s as one JSON line.
+"""Train the notebook's model for a few steps under one dtype policy; print one JSON line (the policy, the ISA cap, the images per timed epoch and each epoch's seconds).
 Usage: python precision_child.py --policy mixed_bfloat16 [--batch 64] [--size 56] [--steps 3] [--repeats 3]
 ONEDNN_MAX_CPU_ISA (the newest instructions oneDNN may use) and ONEDNN_VERBOSE=1 (one line per
 oneDNN kernel call, on stdout) are read from the environment when oneDNN first runs."""
