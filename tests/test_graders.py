@@ -953,6 +953,13 @@ def _training_answers(v):
         return loss
 
     @tf.function
+    def never_applied():  # a mistake: the tape's gradient is computed and dropped
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(v - 3.0))
+        tape.gradient(loss, v)
+        return loss
+
+    @tf.function
     def raises():
         return tf.reduce_sum(v) + tf.constant("x")
 
@@ -979,6 +986,7 @@ def _training_answers(v):
         ("ascends", ascends, False, "did not fall"),
         ("frozen", frozen, False, "step() takes no gradient"),
         ("no tape: the gradient written by hand", no_tape, False, "step() takes no gradient"),
+        ("the gradient taken, never applied", never_applied, False, "does step() update v itself?"),
         ("raises", raises, False, "step() raised"),
         ("returns nothing", returns_nothing, False, "step() returned nothing: return the loss"),
         ("the loss not reduced", unreduced, False, "step() returned 2 numbers"),
@@ -986,7 +994,7 @@ def _training_answers(v):
 
 
 TRAINING_IDS = ["stub", "solution", "by-hand", "adam", "sgd-0.01", "eager", "ascends", "frozen"]
-TRAINING_IDS += ["no-tape", "raises", "returns-nothing", "unreduced"]
+TRAINING_IDS += ["no-tape", "never-applied", "raises", "returns-nothing", "unreduced"]
 
 
 @pytest.mark.parametrize("row", range(len(TRAINING_IDS)), ids=TRAINING_IDS)

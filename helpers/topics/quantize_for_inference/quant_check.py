@@ -24,10 +24,10 @@ def check_int8_model(content: Any, model: Any, x_test: Any) -> Feedback:
         )
     if isinstance(content, str | PathLike):
         path = Path(content)
-        if path.suffix != ".tflite" or not path.is_file():
-            return not_yet(
-                f"{str(path)!r} is not a .tflite file: pass the model's bytes or its path"
-            )
+        if path.suffix != ".tflite":
+            return not_yet(f"{str(path)!r} does not name a .tflite file: pass the path it wrote")
+        if not path.is_file():
+            return not_yet(f"there is no file at {str(path)!r}: pass the path model.export wrote")
         content = path.read_bytes()
     if not isinstance(content, bytes | bytearray) or not content:
         shown = "empty bytes" if isinstance(content, bytes | bytearray) else type(content).__name__

@@ -197,7 +197,13 @@ INT8 = [
         False,
         "writes the file and returns None; pass its path",
     ),
-    ("a path that is not there", lambda m, x: "model.tflite", False, "is not a .tflite file"),
+    ("a path that is not there", lambda m, x: "model.tflite", False, "there is no file at"),
+    (
+        "a path to another kind of file",
+        lambda m, x: "model.keras",
+        False,
+        "does not name a .tflite",
+    ),
     ("a number", lambda m, x: 3, False, "got int"),
     ("not a model", lambda m, x: b"not a model", False, "could not load"),
 ]
