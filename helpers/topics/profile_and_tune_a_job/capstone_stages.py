@@ -127,3 +127,21 @@ def run_stage(
         args, env={"TF_CPP_MIN_LOG_LEVEL": "2", **environment}, timeout=timeout, cwd=str(ROOT)
     )
     return list(row["seconds"])
+
+
+def spread_line(epoch_seconds: dict[str, list[list[float]]]) -> str:
+    """One line: how far the epochs of one process spread (each run's longest epoch over its
+    shortest) against how far a stage's runs spread (its longest run over its shortest, each run
+    at its median epoch), the median of each over the stages and runs of ``epoch_seconds``."""
+    import statistics
+
+    within = [max(e) / min(e) for runs in epoch_seconds.values() for e in runs if len(e) > 1]
+    medians = [[statistics.median(e) for e in runs] for runs in epoch_seconds.values()]
+    between = [max(m) / min(m) for m in medians if len(m) > 1]
+    if not within or not between:
+        return "Too few epochs or runs per stage to set the two spreads side by side."
+    return (
+        f"Spread within one process (longest epoch over shortest, median of {len(within)} runs): "
+        f"{statistics.median(within):.2f}x; between a stage's processes (longest run over "
+        f"shortest, median of {len(between)} stages): {statistics.median(between):.2f}x."
+    )

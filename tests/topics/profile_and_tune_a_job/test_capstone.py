@@ -250,6 +250,19 @@ def test_run_stages_in_fresh_processes(tmp_path, monkeypatch):
     (epochs,) = table.attrs["epoch_seconds"].values()
     assert timed.count == 2 and [len(e) for e in epochs] == [2, 2]
     assert sorted(timed.seconds) == sorted((a + b) / 2 for a, b in epochs)
+    assert capstone.spread(table).startswith("Spread within one process")
+
+
+def test_spread_sets_epochs_beside_runs():
+    line = capstone.spread_line(
+        {"a": [[1.0, 1.1, 1.0], [2.0, 2.0, 2.2]], "b": [[1.0, 1.0, 1.05], [1.5, 1.5, 1.5]]}
+    )
+    # within: 1.1, 1.1, 1.05, 1.0 -> median 1.075; between: 2.0/1.0 and 1.5/1.0 -> median 1.75
+    assert line == (
+        "Spread within one process (longest epoch over shortest, median of 4 runs): 1.08x; "
+        "between a stage's processes (longest run over shortest, median of 2 stages): 1.75x."
+    )
+    assert capstone.spread_line({"a": [[1.0]]}).startswith("Too few epochs or runs")
 
 
 def test_bad_input(tmp_path):
