@@ -864,7 +864,7 @@ TOWERS_CHILD = textwrap.dedent("""
 """)
 
 
-def test_towers_grader(tmp_path):
+def test_check_towers_grader_table(tmp_path):  # in a child: four logical CPUs
     answers, results = tmp_path / "answers.json", tmp_path / "results.jsonl"
     answers.write_text(json.dumps([(name, TOWER_ANSWERS[name]) for name, _, _ in TOWERS]))
     done = subprocess.run(
