@@ -10,6 +10,7 @@ generated into ``helpers.lessons.distribute_training``.
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,7 +86,9 @@ def worker_sweep(
 ) -> Any:
     """Seconds per epoch of the trainer reading locally (0 workers) or from a local tf.data
     service with each number of ``workers``; rounds rotate the order, every service is started
-    fresh for its run and stopped after it. A ``timing.compare``-style table, 0 workers first."""
+    fresh for its run and stopped after it. A run is one trainer process, read at its median
+    epoch (its epochs share one process and differ less than two runs do). A
+    ``timing.compare``-style table, 0 workers first."""
     from helpers import cluster, timing
 
     workers = list(workers)
@@ -123,7 +126,7 @@ def worker_sweep(
                     row = run_trainer(
                         trainer_file, address, examples=examples, repeats=repeats, cpus=trainer_cpus
                     )
-            seconds[n].extend(row["seconds"])
+            seconds[n].append(statistics.median(row["seconds"]))
             counts[n] = row["examples"]
             done += 1
     if on_progress is not None:
@@ -142,15 +145,17 @@ def sweep_experiment(
     logdir: str | Path,
     workers: int = 1,
     examples: int = 2048,
+    rounds: int = 2,
     on_progress: ProgressFn | None = None,
 ) -> Any:
-    """The widget's run: 0 workers against ``workers``, one round of three epochs each."""
+    """The widget's run: 0 workers against ``workers``, ``rounds`` runs of three epochs each
+    (one round is one run a row: too few for a verdict)."""
     return worker_sweep(
         server_file,
         trainer_file,
         workers=(0, workers),
         examples=examples,
-        rounds=1,
+        rounds=rounds,
         logdir=logdir,
         on_progress=on_progress,
     )

@@ -11,6 +11,7 @@ notebook, and takes
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -91,7 +92,8 @@ def isa_table(
     **child: Any,
 ) -> Any:
     """Training images/s of each policy under each ``ONEDNN_MAX_CPU_ISA``, every pair in its own
-    fresh process, ``rounds`` times in rotation; speed-up against float32 under the same limit."""
+    fresh process, ``rounds`` times in rotation (a run is one process at its median epoch);
+    speed-up against float32 under the same limit."""
     import pandas as pd
 
     from helpers import timing
@@ -103,7 +105,7 @@ def isa_table(
     for r in range(rounds):
         for i, (isa, policy) in enumerate(timing.rotated(pairs, r)):
             row, _ = run_child(policy, isa, **child)
-            seconds[(isa, policy)].extend(row["seconds"])
+            seconds[(isa, policy)].append(statistics.median(row["seconds"]))
             images = row["images"]
             if on_progress is not None:
                 on_progress(r * len(pairs) + i + 1, rounds * len(pairs))

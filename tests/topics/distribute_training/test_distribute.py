@@ -135,7 +135,8 @@ def test_worker_sweep_rotates_pools_and_reads_as_a_verdict(monkeypatch, tmp_path
         trainer_file, service="", *, examples, repeats, cpus
     ):  # run_trainer's signature
         ran.append(service or "local")
-        return {"seconds": [0.1 if service else 0.2] * repeats, "examples": examples}
+        fast = 0.1 if service else 0.2  # each run's epochs differ: the middle one is its value
+        return {"seconds": [fast * 3, fast, fast * 1.1][:repeats], "examples": examples}
 
     monkeypatch.setattr(cluster_module, "Cluster", Service)
     monkeypatch.setattr(data_service, "run_trainer", run_trainer)
@@ -146,7 +147,7 @@ def test_worker_sweep_rotates_pools_and_reads_as_a_verdict(monkeypatch, tmp_path
         workers=(1,),
         examples=64,
         rounds=2,
-        repeats=2,
+        repeats=3,
         logdir=tmp_path,
         on_progress=lambda d, t: calls.append((d, t)),
     )
@@ -154,7 +155,9 @@ def test_worker_sweep_rotates_pools_and_reads_as_a_verdict(monkeypatch, tmp_path
         1,
         1,
     ]  # rotated
-    assert list(table.index) == ["0 workers (local)", "1 worker"] and (table["repeats"] == 4).all()
+    # A run is one trainer process at its median epoch: two rounds, two runs a row.
+    assert list(table.index) == ["0 workers (local)", "1 worker"] and (table["repeats"] == 2).all()
+    assert table.loc["1 worker", "median_s"] == pytest.approx(0.11)
     assert calls[-1] == (4, 4) and table.attrs["note"].startswith("64 examples per epoch")
     assert data_service.sweep_summary(table).startswith(
         "1 worker is 2.00x faster than 0 workers (local)"
