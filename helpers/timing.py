@@ -19,6 +19,7 @@ from helpers.timing_stats import Timing, comparison_table
 
 # Re-exported: notebooks 00, 01 and 08 call timing.format_seconds; topics call timing.span.
 from helpers.timing_stats import format_seconds as format_seconds
+from helpers.timing_stats import per_run as per_run
 from helpers.timing_stats import span as span
 
 ProgressFn = Callable[[int, int], None]

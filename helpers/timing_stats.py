@@ -4,7 +4,8 @@ built from timings), ``format_seconds`` and ``span`` (a table's ``"low-high"`` c
 
 It serves every notebook that times something: ``timing`` takes the measurements and
 re-exports these names, so notebooks and topics reach them as ``timing.Timing``,
-``timing.format_seconds`` and so on. ``speed_probe`` and ``run_setting`` are what ``make test``
+``timing.format_seconds`` and so on. ``per_run`` makes a ``Timing`` of fresh processes, one
+value each. ``speed_probe`` and ``run_setting`` are what ``make test``
 prints about the machine a run had (the repository's conftest.py).
 """
 
@@ -71,6 +72,17 @@ class Timing:
         if self.throughput is not None:
             text += f", {self.throughput:,.0f} items/s"
         return text
+
+
+@checks.arguments(items=checks.optional(checks.whole(1)))
+def per_run(label: str, runs: Sequence[Sequence[float]], items: int | None = None) -> Timing:
+    """A ``Timing`` with one value per run, each run (a fresh process) read at its median
+    epoch. Epochs of one process share its memory layout, threads' placement and warm caches,
+    and differ less than two runs do: pooled, they would make the spread a verdict reads look
+    narrower than a rerun is."""
+    if not runs or any(not run for run in runs):
+        raise ValueError(f"runs must be non-empty lists of seconds, got {runs!r}")
+    return Timing(label, tuple(statistics.median(run) for run in runs), items)
 
 
 def _quantile(values: Sequence[float], q: float) -> float:

@@ -661,13 +661,8 @@ def _table(rows):
 
 # --- 04: two towers summed with add_n on CPU:0 (real answers, in a child with four logical CPUs) --
 
-#: The answers, as a learner writes them: each defines my_towers (and may call it first).
-TOWER_ANSWERS = {
-    "stub": """
-def my_towers(batch):
-    ...
-""",
-    "solution": """
+#: The exercise's solution, as notebook 04 holds it.
+TOWERS_SOLUTION = """
 @tf.function
 def my_towers(batch):
     parts = []
@@ -676,7 +671,15 @@ def my_towers(batch):
             parts.append(tf.matmul(piece, piece, transpose_a=True))
     with tf.device("/CPU:0"):
         return tf.add_n(parts)
+"""
+
+#: The answers, as a learner writes them: each defines my_towers (and may call it first).
+TOWER_ANSWERS = {
+    "stub": """
+def my_towers(batch):
+    ...
 """,
+    "solution": TOWERS_SOLUTION,
     "slices, transpose first, lower-case devices": """
 @tf.function
 def my_towers(batch):
@@ -791,31 +794,10 @@ def my_towers(batch):
         b = tf.matmul(b, b, transpose_a=True)
     return [a, b]
 """,
-    "checked twice (the function already placed)": """
-@tf.function
-def my_towers(batch):
-    parts = []
-    for device, piece in zip(["/CPU:2", "/CPU:3"], tf.split(batch, 2)):
-        with tf.device(device):
-            parts.append(tf.matmul(piece, piece, transpose_a=True))
-    with tf.device("/CPU:0"):
-        return tf.add_n(parts)
-
-towers.check_towers(my_towers, batch, log)
-""",
-    "a wrapper around a tf.function": """
-@tf.function
-def inner(batch):
-    parts = []
-    for device, piece in zip(["/CPU:2", "/CPU:3"], tf.split(batch, 2)):
-        with tf.device(device):
-            parts.append(tf.matmul(piece, piece, transpose_a=True))
-    with tf.device("/CPU:0"):
-        return tf.add_n(parts)
-
-def my_towers(batch):
-    return inner(batch)
-""",
+    "checked twice (the function already placed)": TOWERS_SOLUTION
+    + "towers.check_towers(my_towers, batch, log)\n",
+    "a wrapper around a tf.function": TOWERS_SOLUTION.replace("def my_towers", "def inner")
+    + "def my_towers(batch):\n    return inner(batch)\n",
     "not a function": """
 my_towers = None
 """,

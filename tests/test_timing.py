@@ -51,6 +51,18 @@ def test_timing_statistics():
     assert "median 3.00 s" in str(t)
 
 
+def test_per_run_gives_one_value_per_process():
+    # Three processes of three epochs: the runs' medians, not nine pooled epochs.
+    t = timing.per_run("stage", [[1.0, 3.0, 1.1], [2.0, 2.0, 9.0], [1.5]], items=64)
+    assert t.seconds == (1.1, 2.0, 1.5) and t.count == 3 and t.items == 64
+    with pytest.raises(ValueError, match="runs must be non-empty"):
+        timing.per_run("stage", [[1.0], []])
+    with pytest.raises(ValueError, match="runs must be non-empty"):
+        timing.per_run("stage", [])
+    with pytest.raises(ValueError, match="items"):
+        timing.per_run("stage", [[1.0]], items=-1)
+
+
 def test_measure_counts_warmup_and_repeats(clock):
     calls = []
 

@@ -10,7 +10,6 @@ generated into ``helpers.lessons.distribute_training``.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -101,7 +100,7 @@ def worker_sweep(
     if 0 not in workers:
         workers = [0, *workers]
     trainer_cpus, service_cpus, note = cpu_split()
-    seconds: dict[int, list[float]] = {n: [] for n in workers}
+    seconds: dict[int, list[list[float]]] = {n: [] for n in workers}  # each run's epochs
     counts: dict[int, int] = {}
     total, done = rounds * len(workers), 0
     for round_index in range(rounds):
@@ -126,14 +125,12 @@ def worker_sweep(
                     row = run_trainer(
                         trainer_file, address, examples=examples, repeats=repeats, cpus=trainer_cpus
                     )
-            seconds[n].append(statistics.median(row["seconds"]))
+            seconds[n].append(row["seconds"])
             counts[n] = row["examples"]
             done += 1
     if on_progress is not None:
         on_progress(total, total)
-    timings = {
-        _label(n): timing.Timing(_label(n), tuple(seconds[n]), items=counts[n]) for n in workers
-    }
+    timings = {_label(n): timing.per_run(_label(n), seconds[n], items=counts[n]) for n in workers}
     table = timing.comparison_table(timings, _label(0))
     table.attrs["note"] = f"{examples} examples per epoch; {note}"
     return table

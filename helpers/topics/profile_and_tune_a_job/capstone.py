@@ -10,7 +10,6 @@ imported from ``helpers.lessons.profile_and_tune_a_job``.
 from __future__ import annotations
 
 import math
-import statistics
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -89,10 +88,7 @@ def run_stages(
                 )
                 if on_progress is not None:
                     on_progress(r * len(run) + n, rounds * len(run))
-    timings = {
-        i: Timing(names()[i], tuple(statistics.median(e) for e in epoch_seconds[i]), n_images)
-        for i in run
-    }
+    timings = {i: timing.per_run(names()[i], epoch_seconds[i], n_images) for i in run}
     table = stage_table(timings, chosen, skip)
     table.attrs["epoch_seconds"] = {names()[i]: epoch_seconds[i] for i in run}
     return table

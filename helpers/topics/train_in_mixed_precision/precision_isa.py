@@ -11,7 +11,6 @@ notebook, and takes
 
 from __future__ import annotations
 
-import statistics
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -100,16 +99,16 @@ def isa_table(
 
     whole_number("rounds", rounds)
     pairs = [(isa, policy) for isa in isas for policy in policies]
-    seconds: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
+    seconds: dict[tuple[str, str], list[list[float]]] = {pair: [] for pair in pairs}
     images = 0
     for r in range(rounds):
         for i, (isa, policy) in enumerate(timing.rotated(pairs, r)):
             row, _ = run_child(policy, isa, **child)
-            seconds[(isa, policy)].append(statistics.median(row["seconds"]))
+            seconds[(isa, policy)].append(row["seconds"])
             images = row["images"]
             if on_progress is not None:
                 on_progress(r * len(pairs) + i + 1, rounds * len(pairs))
-    timings = {pair: timing.Timing(" ".join(pair), tuple(s), images) for pair, s in seconds.items()}
+    timings = {pair: timing.per_run(" ".join(pair), s, images) for pair, s in seconds.items()}
     rows = []
     for (isa, policy), t in timings.items():
         base = timings.get((isa, "float32"))
