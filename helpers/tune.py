@@ -60,7 +60,7 @@ def tune(
     the markdown, the bench result, the combined trial it measured (``tuned``, None when no change
     paid) and, with ``out``, the paths written."""
     from helpers import env, stamp
-    from helpers.topics.tune_your_own_job import jobfile, tune_report, tuning
+    from helpers.topics.tune_your_own_job import jobfile, tune_files, tune_report, tuning
 
     loaded = jobfile.load(job)
     own = jobfile.settings_of(loaded)
@@ -99,7 +99,7 @@ def tune(
     frame.attrs["clashes"] = clashed
     machine, line = stamp.machine(), stamp.text(scale=env.scale())
     text = tune_report.markdown(frame, Path(job).name, line, second)
-    data = tune_report.bench_result(
+    data = tune_files.bench_result(
         frame,
         {**outcomes, **(combined or {})},
         str(job),
@@ -117,7 +117,7 @@ def tune(
         "tuned": together,
     }
     if out is not None:
-        report["files"] = tune_report.save(out, frame, data, text)
+        report["files"] = tune_files.save(out, frame, data, text)
     return report
 
 

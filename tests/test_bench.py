@@ -254,3 +254,17 @@ def test_a_timing_needs_three_samples_and_its_speedup_must_be_the_ratio_of_the_m
         ValueError, match=r"speedup 5 is not the ratio of the medians \(4 / 1 = 4\)"
     ):
         bench.Comparison(**{**timed, "measure": wrong_ratio, "deterministic": True}).run()
+
+
+def test_fresh_process_comparisons_take_enough_rounds_at_both_sizes():
+    # A comparison of fresh processes counts one value a process (timing.per_run), so its rounds
+    # are its samples: fewer than MIN_SAMPLES and Comparison refuses the table at run time. The
+    # tf.data service sweep's quick size kept one round after it began counting processes, and
+    # `make bench ARGS=--quick` would have stopped there.
+    from helpers.comparison import MIN_SAMPLES
+
+    for cid, comparison in bench.registry().items():
+        for size in ("quick", "full"):
+            params = getattr(comparison, size)
+            if "rounds" in params:
+                assert params["rounds"] >= MIN_SAMPLES, (cid, size, params)

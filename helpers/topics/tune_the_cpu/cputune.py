@@ -13,6 +13,7 @@ are in ``helpers.topics.tune_the_cpu.cpu_report``.
 from __future__ import annotations
 
 import re
+import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -88,8 +89,10 @@ def sweep(
     on_progress: ProgressFn | None = None,
 ) -> Any:
     """Every setting on every workload, each setting in its own process, ``rounds`` times in
-    rotation (so slow drift hits all settings alike). A table: one row per setting and workload,
-    with median and quartiles in ms, or the error."""
+    rotation (so slow drift hits all settings alike). A run is one process, read at its median
+    repeat: repeats of one process share its threads' placement and memory layout and differ less
+    than two processes do. A table: one row per setting and workload, with the median and
+    quartiles of its runs in ms (``repeats``: how many runs), or the error."""
     import pandas as pd
 
     if not settings:
@@ -104,7 +107,9 @@ def sweep(
         for label in timing.rotated(labels, r):
             for row in run_setting(settings[label], workloads, repeats, small, timeout):
                 key = (label, row["workload"])
-                samples.setdefault(key, []).extend(row.get("seconds", []))
+                if row.get("seconds"):  # one value per process: its median repeat
+                    samples.setdefault(key, []).append(statistics.median(row["seconds"]))
+                samples.setdefault(key, [])
                 info[key] = row
             done += 1
             if on_progress is not None:
@@ -277,7 +282,7 @@ BENCHMARKS = [
         measure=_threads_variants,
         baseline="1 thread",
         variant="all cores",
-        quick={"small": True, "repeats": 5, "rounds": 1},
+        quick={"small": True, "repeats": 5, "rounds": 3},  # one value a process: 3 runs
         full={"repeats": 10, "rounds": 3},
         bound=lambda: float(env.usable_cores()),
     ),
@@ -287,7 +292,7 @@ BENCHMARKS = [
         measure=_onednn_variants,
         baseline="oneDNN off",
         variant="oneDNN on",
-        quick={"small": True, "repeats": 5, "rounds": 1},
+        quick={"small": True, "repeats": 5, "rounds": 3},  # one value a process: 3 runs
         full={"repeats": 10, "rounds": 3},
     ),
 ]

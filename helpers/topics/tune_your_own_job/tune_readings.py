@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import timing
+from helpers import timing, verdicts
 from helpers.topics.tune_your_own_job.tuning_trials import BASELINE, COMBINED, HAND
 
 
@@ -54,8 +54,12 @@ def head_to_head_reading(frame: Any) -> str:
     rate = {name: (x.items / x.median, x.items / x.q3, x.items / x.q1) for name, x in t.items()}
     (mine, mine_lo, mine_hi), (theirs, theirs_lo, theirs_hi) = rate[COMBINED], rate[HAND[1]]
     (naive, naive_lo, naive_hi), (own, own_lo, own_hi) = rate[HAND[0]], rate[BASELINE]
+    runs = min(len(x.seconds) for x in t.values())  # one value per fresh process
+    few = runs < verdicts.MIN_RUNS  # no spread: one run's reading can tell nothing apart
     starts = (  # the two starts' ranges: does this run tell them apart?
-        "within their quartile ranges, which overlap"
+        f"from {runs} run each, too few to tell them apart"
+        if few
+        else "within their quartile ranges, which overlap"
         if own_lo <= naive_hi and naive_lo <= own_hi
         else "outside each other's quartile ranges"
     )
@@ -64,7 +68,10 @@ def head_to_head_reading(frame: Any) -> str:
         if frame.attrs.get("changed", True)
         else "the job as it is (no change paid within the budget)"
     )
-    if mine_lo <= theirs_hi and theirs_lo <= mine_hi:
+    if few:
+        reading = f"{runs} run each: too few to tell the two apart; "
+        reading += f"rerun with {verdicts.MIN_RUNS} rounds or more"
+    elif mine_lo <= theirs_hi and theirs_lo <= mine_hi:
         reading = "their quartile ranges overlap: this run does not tell the two apart"
     else:
         reading = (

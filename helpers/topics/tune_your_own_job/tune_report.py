@@ -1,18 +1,16 @@
 """Notebook 16 and ``python -m helpers.tune``, the report: the trials ranked by measured gain with
 spread, verdict, loss check and the change to make; the combined settings; and the same as
-markdown and as a bench result (``helpers.results``) that ``bench --gather`` reads, so a team can
-compare one job across machines. The notebook's figure and readings are in ``tune_readings``.
+markdown. The files it writes (with the bench result ``bench --gather`` reads) are in
+``tune_files``; the notebook's figure and readings in ``tune_readings``.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from helpers import checks, fileio, results, timing, verdicts
+from helpers import results, timing, verdicts
 from helpers.topics.tune_your_own_job.tune_readings import (
     bound_reading as bound_reading,
 )  # re-exported: notebook 16
@@ -31,6 +29,10 @@ from helpers.topics.tune_your_own_job.tuning_trials import (
     rate_ratio,
 )
 
+#: The verdict of a trial with fewer than ``verdicts.MIN_RUNS`` runs, or against a job with fewer:
+#: its gain is shown, not judged (one process's reading is no spread).
+TOO_FEW = "too few runs"
+
 
 def _row(base: Outcome, outcome: Outcome) -> dict[str, Any]:
     trial = outcome.trial
@@ -41,7 +43,7 @@ def _row(base: Outcome, outcome: Outcome) -> dict[str, Any]:
         "gain q1-q3": "",
         "verdict": "",
         "loss": None,
-        "runs": len(outcome.losses),
+        "runs": len(outcome.seconds),
         "change": trial.code,
         "note": "",
     }
@@ -52,16 +54,25 @@ def _row(base: Outcome, outcome: Outcome) -> dict[str, Any]:
     if not outcome.seconds or not base.seconds:
         return {**row, "verdict": "not run", "note": "the time budget ran out first"}
     gain, low, high = rate_ratio(base, outcome)
-    problem = loss_problem(base, outcome)
     median = timing.Timing(trial.name, tuple(outcome.seconds)).median
+    runs, theirs = len(outcome.seconds), len(base.seconds)
+    verdict, note = "trains differently", loss_problem(base, outcome)
+    if not note and min(runs, theirs) < verdicts.MIN_RUNS:
+        verdict = TOO_FEW
+        note = (
+            f"{runs} run{'' if runs == 1 else 's'} against the job's {theirs}: "
+            f"a verdict needs {verdicts.MIN_RUNS} of each"
+        )
+    elif not note:
+        verdict = verdicts.outcome(low, high, gain)
     return {
         **row,
         "examples/s": round(outcome.examples / median, 1),
         "gain": round(gain, 2),
         "gain q1-q3": f"{low:.2f}-{high:.2f}",
-        "verdict": "trains differently" if problem else verdicts.outcome(low, high, gain),
+        "verdict": verdict,
         "loss": round(sorted(outcome.losses)[len(outcome.losses) // 2], 4),
-        "note": problem,
+        "note": note,
     }
 
 
@@ -73,7 +84,7 @@ def table(outcomes: Mapping[str, Outcome], combined: Mapping[str, Outcome] | Non
     base = outcomes[BASELINE]
     rows = [_row(base, o) for name, o in outcomes.items() if name != BASELINE]
     rows.sort(key=lambda r: (r["gain"] is None, -(r["gain"] or 0)))
-    first = _row(base, base) | {"verdict": "", "gain q1-q3": ""}
+    first = _row(base, base) | {"verdict": "", "gain q1-q3": "", "note": ""}
     if combined:
         rows.append(_row(combined[BASELINE], combined[COMBINED]))
     frame = pd.DataFrame([first, *rows]).set_index("trial")
@@ -110,15 +121,24 @@ def summary(frame: Any, second: Any = None) -> str:
     said = frame["verdict"]
     trials = [n for n, v in said.items() if n not in (BASELINE, COMBINED) and v != "skipped"]
     unrun = sum(said[n] == "not run" for n in trials)  # counted apart: neither paid nor not
+    few = [n for n in trials if said[n] == TOO_FEW]  # ran, but too few times to judge
     ran, gains = len(trials) - unrun, ", ".join(f"{n} ({frame.at[n, 'gain']:.2f}x)" for n in won)
-    counted = ("the " if unrun else "") + f"{ran} trial{'' if ran == 1 else 's'}"
-    counted += " that ran" if unrun else ""
+    judged = ran - len(few)
+    counted = ("the " if unrun or few else "") + f"{judged} trial{'' if judged == 1 else 's'}"
+    counted += " judged" if few else " that ran" if unrun else ""
     parts = [f"{len(won)} of {counted} made the job faster" + (f": {gains}." if won else ".")]
+    if not judged:
+        parts = ["No trial ran."] if not ran else ["No trial ran often enough to judge."]
+    if few:
+        parts.append(
+            f"{', '.join(few)} ran fewer than {verdicts.MIN_RUNS} times within the time budget "
+            "(or against fewer runs of the job), too few to judge: give it more."
+        )
     if unrun:
         more = "more " if ran else ""
-        parts = (parts if ran else ["No trial ran."]) + [
+        parts.append(
             f"{unrun} {more}did not run within the time budget: give it more to measure them."
-        ]
+        )
     if COMBINED in frame.index and said[COMBINED] == "not run":
         parts.append("The changes that paid were not run together within the time budget.")
     for label, verdict in (
@@ -131,9 +151,13 @@ def summary(frame: Any, second: Any = None) -> str:
             parts.append(f"{', '.join(names)} {label}.")
     if second is not None:
         late = faster(second)
+        unjudged = sum(
+            v in (TOO_FEW, "not run") for n, v in second["verdict"].items() if n != BASELINE
+        )
         parts.append(
             f"Tried again on top of the changes that paid, {len(late)} of {len(second) - 1} "
-            "then paid"
+            + (f"({unjudged} too few runs to judge) " if unjudged else "")
+            + "then paid"
             + (
                 ": " + ", ".join(f"{n} ({second.at[n, 'gain']:.2f}x over them)" for n in late) + "."
                 if late
@@ -148,7 +172,12 @@ def summary(frame: Any, second: Any = None) -> str:
                 for n, better in clashed.items()
             )
         )
-    if measured(frame, COMBINED):
+    if measured(frame, COMBINED) and said[COMBINED] == TOO_FEW:
+        parts.append(
+            f"All of them together: {frame.at[COMBINED, 'gain']:.2f}x, from fewer than "
+            f"{verdicts.MIN_RUNS} runs, too few to judge: give the budget more."
+        )
+    elif measured(frame, COMBINED):
         c = frame.loc[COMBINED]
         gains = [frame.at[n, "gain"] for n in won if n not in clashed]
         gains += [] if second is None else [second.at[n, "gain"] for n in faster(second)]
@@ -234,67 +263,3 @@ def markdown(frame: Any, job: str, stamp: str, second: Any = None) -> str:
             for n, b in clashed.items()
         ]
     return "\n".join(lines) + "\n"
-
-
-@checks.arguments(quick=checks.flag)
-def bench_result(
-    frame: Any,
-    outcomes: Mapping[str, Outcome],
-    job: str,
-    machine: dict[str, Any],
-    stamp: str,
-    started: str,
-    quick: bool,
-) -> dict[str, Any] | None:
-    """The measured trials as one bench result (``helpers.results``), ids ``tune.<job>.<trial>``;
-    None when the budget ended before any trial beside the job's own run was measured."""
-    from helpers import stamp as stamps
-
-    slug = re.sub(r"[^A-Za-z0-9_]+", "_", Path(job).stem).strip("_") or "job"
-    records = []
-    for name, r in frame.iterrows():
-        if r["gain"] is None or r["gain"] != r["gain"] or name == BASELINE:
-            continue
-        low, high = timing.span(r["gain q1-q3"])
-        records.append(
-            {
-                "id": f"tune.{slug}.{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_')}"[:120],
-                "speedup": float(r["gain"]),
-                "spread": [low, high],
-                "baseline": BASELINE,
-                "variant": name,
-                "repeats": len(outcomes[name].seconds) if name in outcomes else 1,
-                "note": f"{r['verdict']}; {r['change']}"[:2000],
-            }
-        )
-    if (
-        not records
-    ):  # a bench result compares something: with nothing measured there is none to write
-        return None
-    data = {
-        "machine": machine,
-        "workbook": stamps.workbook_version(),
-        "stamp": stamp,
-        "quick": quick,
-        "started": started,
-        "comparisons": records,
-    }
-    return results.check(data)
-
-
-def save(
-    folder: str | Path, frame: Any, data: dict[str, Any] | None, text: str
-) -> tuple[Path, ...]:
-    """Write ``report.md`` and, when a trial was measured (``data``), ``report.json`` into
-    ``folder`` (whole files or none); a ``report.json`` of an earlier run is removed otherwise."""
-    import json
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    md, js = folder / "report.md", folder / "report.json"
-    fileio.atomic_write_text(md, text)
-    if data is None:
-        js.unlink(missing_ok=True)  # it would describe another run than report.md
-        return (md,)
-    fileio.atomic_write_text(js, json.dumps(data, indent=1) + "\n")
-    return md, js

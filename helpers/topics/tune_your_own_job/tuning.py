@@ -9,6 +9,7 @@ is the change to make in the job, shown in the report.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -65,11 +66,12 @@ def run_trials(
     on_progress: ProgressFn | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Outcome]:
-    """Each trial not skipped, ``rounds`` times in rotation, each run a fresh process; stop
-    starting runs when the next would likely end after ``budget`` seconds (the job's own first run
-    is always made). The first round runs the job as it is first and last, so that a machine that
-    speeds up or slows down during the round widens its spread instead of biasing every gain. A
-    trial that breaks the job is kept with its error and not rerun."""
+    """Each trial not skipped, ``rounds`` times in rotation, each run a fresh process read at its
+    median epoch (``Outcome.seconds`` holds one value per run); stop starting runs when the next
+    would likely end after ``budget`` seconds (the job's own first run is always made). The first
+    round runs the job as it is first and last, so that a machine that speeds up or slows down
+    during the round widens its spread instead of biasing every gain. A trial that breaks the job
+    is kept with its error and not rerun."""
     runnable = [t for t in trials if not t.skipped]
     outcomes = {t.name: Outcome(t) for t in trials}
     with procs.programs(
@@ -127,7 +129,7 @@ def _rounds(
             if "error" in row:
                 outcome.error = row["error"]
                 continue
-            outcome.seconds += list(row["seconds"])
+            outcome.seconds.append(statistics.median(row["seconds"]))  # one value per process
             outcome.examples = row["examples"]
             outcome.losses.append(float(row["loss"]))
     if on_progress is not None:
@@ -175,9 +177,9 @@ def head_to_head(
     """The job as it is and with ``tuned`` (the tuner's combined settings; a trial without change
     when nothing paid), beside notebook 14's naive and hand-tuned stages on ``n_images`` images per
     epoch: four fresh processes a round (three when nothing paid: the job as it is then stands for
-    the tuned job), rounds rotated, so that the machine's drift falls on all alike. Examples per
-    second at the median epoch, quartiles, and the speed over notebook 14's naive job: one start
-    for both tuned jobs."""
+    the tuned job), rounds rotated, so that the machine's drift falls on all alike. Each run is
+    read at its median epoch; examples per second at the median run, the runs' quartiles, and the
+    speed over notebook 14's naive job: one start for both tuned jobs."""
     import pandas as pd
 
     from helpers.topics.profile_and_tune_a_job import capstone
@@ -200,7 +202,7 @@ def head_to_head(
     )  # False: the tuner kept the job as it is, whose runs then stand for it
     shard_dir = (Path(workdir) / f"capstone-{n_images}").resolve()
     pipelines.make_jpeg_shards(shard_dir, n_images)
-    runs: dict[str, tuple[list[float], list[int]]] = {
+    runs: dict[str, tuple[list[list[float]], list[int]]] = {
         name: ([], []) for name in (BASELINE, COMBINED, *HAND)
     }
     sources = {
@@ -232,12 +234,12 @@ def head_to_head(
                 if on_progress is not None:
                     on_progress(r * len(start) + n, rounds * len(start))
                 seconds, items = start[name]()
-                runs[name][0].extend(seconds)
+                runs[name][0].append(seconds)
                 runs[name][1].append(items)
     if on_progress is not None:
         on_progress(rounds * len(start), rounds * len(start))
-    timings = {
-        name: timing.Timing(name, tuple(seconds), items=items[0])
+    timings = {  # one value per run (a fresh process): its median epoch
+        name: timing.per_run(name, seconds, items=items[0])
         for name, (seconds, items) in runs.items()
         if items
     }

@@ -40,6 +40,8 @@ class Trial:
 @dataclass
 class Outcome:
     trial: Trial
+    # One value per run (a fresh process): its median timed epoch. Epochs of one process differ
+    # less than two processes do; pooled, they would narrow the spread a verdict reads.
     seconds: list[float] = field(default_factory=list)
     examples: int = 0
     losses: list[float] = field(default_factory=list)

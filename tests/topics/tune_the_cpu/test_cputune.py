@@ -102,7 +102,7 @@ def fake_children(monkeypatch, seconds=None, errors=None):
     return ran
 
 
-def test_sweep_rounds_pool_samples_and_comparison_table(monkeypatch):
+def test_sweep_counts_one_value_per_process_and_builds_the_comparison_table(monkeypatch):
     settings = {
         "1 thread": cputune.Setting(intra=1, inter=1),
         "2 threads": cputune.Setting(intra=2, inter=2),
@@ -118,7 +118,8 @@ def test_sweep_rounds_pool_samples_and_comparison_table(monkeypatch):
         on_progress=lambda d, t: calls.append((d, t)),
     )
     assert list(table.index) == ["1 thread", "2 threads"] and table.attrs["baseline"] == "1 thread"
-    assert list(table["repeats"]) == [4, 4]  # 2 rounds x 2 repeats, pooled
+    assert list(table["repeats"]) == [2, 2]  # 2 rounds: two processes, not 2 x 2 repeats pooled
+    assert table.attrs["timings"]["1 thread"].seconds == pytest.approx((0.0201, 0.0201))
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert ran == [
         "intra 1, inter 1",
@@ -433,7 +434,7 @@ def test_comparisons_run_every_workload_in_each_settings_child(monkeypatch):
     ]  # one child per setting, not per workload
     assert list(tables) == ["matmul", "conv_step"]
     assert all(
-        t.attrs["baseline"] == "1 thread" and list(t["repeats"]) == [2, 2] for t in tables.values()
+        t.attrs["baseline"] == "1 thread" and list(t["repeats"]) == [1, 1] for t in tables.values()
     )
     with pytest.raises(ValueError, match="workloads must be among"):
         cputune.comparisons(settings, ["matmul", "typo"], repeats=1, rounds=1)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import results
-from helpers.topics.tune_your_own_job import jobfile, tune_report, tuning, tuning_trials
+from helpers.topics.tune_your_own_job import jobfile, tune_files, tune_report, tuning, tuning_trials
 from helpers.topics.tune_your_own_job.tuning import BASELINE, COMBINED, Outcome, Trial
 from helpers.tune import budget_seconds
 
@@ -261,7 +261,7 @@ def test_the_report_is_a_bench_result_that_gather_reads(tmp_path):
     from helpers.topics.compare_the_room import gather
 
     outcomes, combined, frame = measured_frame()
-    data = tune_report.bench_result(
+    data = tune_files.bench_result(
         frame,
         {**outcomes, **combined},
         "jobs/my job|1.py",
@@ -275,7 +275,7 @@ def test_the_report_is_a_bench_result_that_gather_reads(tmp_path):
     assert not any(
         "batch_128" in i or "mixed_bfloat16" in i for i in ids
     )  # broken and skipped: no number
-    md, js = tune_report.save(
+    md, js = tune_files.save(
         tmp_path / "machine-a", frame, data, tune_report.markdown(frame, "my job|1.py", "a stamp")
     )
     assert results.load(js)["comparisons"] == data["comparisons"]
@@ -300,7 +300,7 @@ def test_a_budget_that_ends_after_the_jobs_own_run_still_reports(tmp_path):
     }
     frame = tune_report.table(outcomes)
     assert (
-        tune_report.bench_result(
+        tune_files.bench_result(
             frame,
             outcomes,
             "job.py",
@@ -317,7 +317,7 @@ def test_a_budget_that_ends_after_the_jobs_own_run_still_reports(tmp_path):
         and "trials made" not in reading
     )
     (tmp_path / "report.json").write_text("{}")
-    written = tune_report.save(
+    written = tune_files.save(
         tmp_path, frame, None, tune_report.markdown(frame, "job.py", "a stamp")
     )
     assert written == (tmp_path / "report.md",) and not (tmp_path / "report.json").exists()
@@ -438,7 +438,8 @@ def test_the_command_line_tunes_a_real_job_in_fresh_processes(tmp_path):
     if js.exists():
         data = json.loads(js.read_text())
         assert results.check(data) and data["comparisons"], data
-        assert "made the job faster" in done.stdout, done.stdout[-2000:]
+        # one round: one run a trial, shown but not judged
+        assert "too few to judge" in done.stdout and "faster" not in done.stdout.split("|")[0]
     else:
         assert "did not run within the time budget" in done.stdout, done.stdout[-2000:]
 
@@ -697,3 +698,80 @@ def test_changes_that_set_the_same_thing_are_not_combined_and_the_report_says_so
     assert (
         "- Not combined: batch 256 sets what XLA sets." in text and "make_dataset(256)" not in text
     )
+
+
+def test_a_run_is_one_process_read_at_its_median_epoch(tmp_path, monkeypatch):
+    # Epochs of one process differ less than two processes do: pooled, three epochs of each of two
+    # processes would pass as six runs, and their quartiles as a rerun's spread.
+    epochs = iter(  # the job, a, the job again (the first round ends with it); a, the job
+        [[1.0, 1.1, 9.0], [2.0, 2.2, 2.1], [1.2, 1.0, 1.4], [2.4, 2.3, 2.0], [3.0, 3.1, 2.9]]
+    )
+
+    def fake_run(program, job, trial, steps, epochs_, timeout):
+        return {"seconds": next(epochs), "examples": 8, "loss": 1.0}
+
+    monkeypatch.setattr(tuning, "run_one", fake_run)
+    outcomes = tuning.run_trials(
+        tmp_path / "job.py", [Trial(BASELINE), Trial("a")], steps=4, rounds=2, budget=600
+    )
+    assert outcomes[BASELINE].seconds == [1.1, 1.2, 3.0]  # each process's median epoch
+    assert outcomes["a"].seconds == [2.1, 2.3]
+
+
+def test_a_trial_with_one_run_is_shown_but_not_judged():
+    # Twice as fast in its one run: with no second process there is no spread to read it against.
+    outcomes = {
+        BASELINE: outcome(BASELINE, [1.0, 1.02, 0.98]),
+        "XLA": outcome("XLA", [0.5]),
+        "prefetch": outcome("prefetch", [0.5, 0.51, 0.49]),
+    }
+    frame = tune_report.table(outcomes)
+    assert frame.at["XLA", "verdict"] == tune_report.TOO_FEW and frame.at["XLA", "gain"] == 2.0
+    assert frame.at["XLA", "note"] == "1 run against the job's 3: a verdict needs 2 of each"
+    assert frame.at["prefetch", "verdict"] == "faster" and tune_report.faster(frame) == ["prefetch"]
+    assert "XLA" not in tune_report.worth_retrying(frame)
+    reading = tune_report.summary(frame)
+    assert reading.startswith("1 of the 1 trial judged made the job faster: prefetch (2.00x).")
+    assert "XLA ran fewer than 2 times within the time budget" in reading
+    one_job_run = {**outcomes, BASELINE: outcome(BASELINE, [1.0])}  # the job's own run, once
+    frame = tune_report.table(one_job_run)
+    assert set(frame["verdict"].drop(BASELINE)) == {tune_report.TOO_FEW}
+    assert tune_report.summary(frame).startswith("No trial ran often enough to judge.")
+    tune_report.figure(frame)
+
+
+def test_a_combined_run_too_short_to_judge_says_so():
+    outcomes, _, _ = measured_frame()
+    frame = tune_report.table(
+        outcomes, {BASELINE: outcome(BASELINE, [1.0]), COMBINED: outcome(COMBINED, [0.5])}
+    )
+    assert frame.at[COMBINED, "verdict"] == tune_report.TOO_FEW
+    reading = tune_report.summary(frame)
+    assert "All of them together: 2.00x, from fewer than 2 runs, too few to judge" in reading
+    assert "the product of their gains" not in reading
+
+
+def test_head_to_head_reads_each_run_at_its_median_epoch_and_one_round_judges_nothing(
+    monkeypatch, tmp_path
+):
+    from helpers.topics.profile_and_tune_a_job import capstone
+    from helpers.topics.tune_input_pipeline import pipelines
+
+    monkeypatch.setattr(
+        tuning,
+        "run_one",
+        lambda program, job, t, *a: {
+            "seconds": [1.0, 1.0, 9.0] if t.name == BASELINE else [0.5, 0.5, 0.6],
+            "examples": 1024,
+            "loss": 1.0,
+        },
+    )
+    monkeypatch.setattr(capstone, "run_stage", lambda program, index, *a: [4.0, 4.0, 0.1])
+    monkeypatch.setattr(pipelines, "make_jpeg_shards", lambda folder, n: [])
+    job = write(tmp_path, GOOD)
+    frame = tuning.head_to_head(job, XLA, tmp_path, steps=4, n_images=1024, rounds=1)
+    assert [t.seconds for t in frame.attrs["timings"].values()] == [(1.0,), (0.5,), (4.0,), (4.0,)]
+    line = tune_report.head_to_head_reading(frame)
+    assert "(1 run each: too few to tell the two apart; rerun with 2 rounds or more)" in line
+    assert "loop here (from 1 run each, too few to tell them apart)" in line
+    assert "quartile ranges" not in line
