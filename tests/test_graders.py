@@ -272,6 +272,12 @@ def _most_varied_answers():
     def machine(table):  # a mistake: the machine whose speed-ups vary most
         return (table.max() / table.min()).idxmax()
 
+    def builtin_max(table):  # a mistake: Python's max and min keep a NaN that comes first
+        return table.apply(lambda row: max(row) / min(row), axis=1).idxmax()
+
+    def sorted_last(table):  # correct: another spelling
+        return (table.max(axis=1) / table.min(axis=1)).sort_values().index[-1]
+
     return [
         ("stub", stub, False, "got NoneType"),
         ("solution", solution, True, "varies most"),
@@ -306,12 +312,14 @@ def _most_varied_answers():
         ),
         ("a machine's name", machine, False, "a machine (a column)"),
         ("spread of the logs", other(lambda t: np.log(t).std(axis=1)), False, "made-up room"),
+        ("builtin max and min", builtin_max, False, "machines in another order"),
+        ("sorted, the last", sorted_last, True, "varies most"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(18),
+    range(20),
     ids=[
         "stub",
         "solution",
@@ -331,6 +339,8 @@ def _most_varied_answers():
         "fillna",
         "machine",
         "log-std",
+        "builtin-max",
+        "sorted-last",
     ],
 )
 def test_most_varied_grader(row, speedups):
@@ -2660,3 +2670,14 @@ def test_make_dataset_contract_grader(row):
     assert np.array_equal(features, before[0]) and np.array_equal(
         labels, before[1]
     )  # never changes its input
+
+
+@pytest.mark.parametrize("row", [1, 3, 19])  # the solution, a loop, sorted: each picks a tied row
+def test_most_varied_grader_accepts_any_tied_row_in_a_room_of_one(row, speedups):
+    # With one machine every row's max/min is 1: any row is the most varied, whichever a correct
+    # answer's tie-break picks (the first, the last, the first a loop found above the rest).
+    from helpers.topics.compare_the_room import gather
+
+    alone = speedups.iloc[:, [0]].dropna()
+    _, fn, _, _ = _most_varied_answers()[row]
+    judge(gather.check_most_varied(fn, alone), True, "varies most")

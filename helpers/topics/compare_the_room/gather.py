@@ -57,8 +57,13 @@ def compared(results: Sequence[Result]) -> dict[str, str]:
 
 
 def one_run(record: dict[str, Any]) -> bool:
-    """A record from a single run of each side: its spread has no width, and says nothing."""
-    return record.get("repeats", 2) < 2
+    """A record from a single run of each side: its spread says nothing of a rerun. That is one
+    repeat, or one fresh process (``params`` with ``rounds`` 1): repeats or epochs inside one
+    process share its memory layout and threads, and differ less than two processes do (results
+    recorded before the workbook counted processes hold such spreads)."""
+    params = record.get("params")
+    rounds = params.get("rounds", 2) if isinstance(params, dict) else 2
+    return record.get("repeats", 2) < 2 or (isinstance(rounds, int) and rounds < 2)
 
 
 def disagreements(results: Sequence[Result]) -> list[str]:
@@ -72,6 +77,25 @@ def disagreements(results: Sequence[Result]) -> list[str]:
         losses = [r.label for r in measured if r.records[i]["spread"][1] < 1]
         if wins and losses:
             lines.append(f"{i}: faster on {', '.join(wins)}; slower on {', '.join(losses)}")
+    return lines
+
+
+def both_ways(results: Sequence[Result]) -> list[str]:
+    """Speed-ups whose medians lie clearly on both sides of 1x (by more than
+    ``verdicts.MIN_EFFECT``) that ``disagreements`` cannot judge: somewhere the spread crosses 1x,
+    or the record is a single run. Rows to rerun before the room explains them."""
+    from helpers.verdicts import MIN_EFFECT
+
+    judged = {line.split(":")[0] for line in disagreements(results)}
+    lines = []
+    for i, row in table(results).iterrows():
+        up = [r.label for r in results if row[r.label] > 1 + MIN_EFFECT]
+        down = [r.label for r in results if row[r.label] < 1 / (1 + MIN_EFFECT)]
+        if i in judged or not (up and down):
+            continue
+        single = [r.label for r in results if i in r.records and one_run(r.records[i])]
+        why = f"a single run a side on {', '.join(single)}" if single else "spreads cross 1x"
+        lines.append(f"{i}: faster on {', '.join(up)}; slower on {', '.join(down)} ({why})")
     return lines
 
 
@@ -89,6 +113,7 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
     """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their
     stamps. Other ratios (size ratios, shares of a bound) are not speed-ups: ``markdown`` lists
     them."""
+    import matplotlib
     import numpy as np
     from matplotlib.figure import Figure
 
@@ -96,8 +121,10 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
 
     speedups = table(results)
     ids, n = list(speedups.index), len(results)
-    fig = Figure(figsize=(8, 1.2 + 0.28 * len(ids) * max(n, 2) + 0.2 * n), layout="constrained")
+    height_in = 1.2 + min(0.28 * len(ids) * max(n, 2), 36) + 0.2 * n  # a big room: thinner bars
+    fig = Figure(figsize=(8, height_in), layout="constrained")
     ax = fig.add_subplot()
+    colors = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]  # beyond 20 colours repeat
     height = 0.8 / n
     for k, r in enumerate(results):
         y = np.arange(len(ids)) + k * height
@@ -118,6 +145,7 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
             height=height,
             xerr=[np.clip(low, 0, None), np.clip(high, 0, None)],
             capsize=2,
+            color=colors(k % colors.N),
             label=f"{r.label}: {r.stamp}",
         )  # from 1x: right is faster, left is slower
     ax.axvline(1.0, color="black", linewidth=0.8)
@@ -185,6 +213,7 @@ def markdown(results: Sequence[Result], notes: Sequence[str] = ()) -> str:
     ]
     for heading, items in (
         ("Disagree in direction", disagreements(results)),
+        ("Medians both ways, not judged", both_ways(results)),
         ("Missing", missing(results)),
         ("Notes", list(notes)),
     ):
@@ -231,7 +260,8 @@ def room_figure(speedups: Any, title: str = "") -> Any:
 
 
 def room_summary(speedups: Any) -> str:
-    """One line: how many machines and comparisons, and which disagree in direction."""
+    """One line: how many machines and comparisons, which disagree in direction, and the notes
+    (files skipped, versions mixed, copies)."""
     results = speedups.attrs["results"]
     split = [line.split(":")[0] for line in disagreements(results)]
     return (
@@ -241,7 +271,7 @@ def room_summary(speedups: Any) -> str:
             if split
             else "none disagrees in direction"
         )
-        + (f"; {len(speedups.attrs['notes'])} notes" if speedups.attrs["notes"] else "")
+        + (f"; notes: {' | '.join(speedups.attrs['notes'])}" if speedups.attrs["notes"] else "")
     )
 
 

@@ -72,9 +72,17 @@ def load(folder: str | Path) -> tuple[list[Result], list[str]]:
             f"{folder} holds {len(files)} JSON files; at most {MAX_FILES} (one per machine)"
         )
     results, notes = [], []
-    for path in files:
+    labels = [label_of(path, folder) for path in files]
+    for path, label in zip(files, labels, strict=True):
+        named = path.relative_to(folder).with_suffix("").as_posix()
+        if labels.count(label) > 1 and named != label:  # alice.json and alice/bench.json
+            notes.append(
+                f"{path.relative_to(folder)} would be {label!r}, as another file is: "
+                f"it is named {named!r}"
+            )
+            label = named
         try:
-            results.append(read(path, label_of(path, folder)))
+            results.append(read(path, label))
         except ValueError as exc:
             notes.append(f"skipped {path.relative_to(folder)}: {exc}")
     if not results:

@@ -338,3 +338,34 @@ def test_label_of_names_a_file_as_the_room_table_does(tmp_path):
     assert gather.label_of(tmp_path / "alice" / "bench.json", tmp_path) == "alice"
     assert gather.label_of(tmp_path / "bob.json", tmp_path) == "bob"
     assert gather.label_of(tmp_path / "team" / "carol" / "bench.json", tmp_path) == "team/carol"
+
+
+def test_a_record_of_one_process_a_side_is_a_single_run(tmp_path, real_result):
+    # Repeats inside one process differ less than two processes do: a record whose params say one
+    # round (one fresh process a side) has no spread worth judging, whatever its repeats.
+    room(tmp_path, real_result)
+    data = json.loads((tmp_path / "bob" / "bench.json").read_text())
+    data["comparisons"][0].update(speedup=0.5, spread=[0.45, 0.55], repeats=5, params={"rounds": 1})
+    (tmp_path / "bob" / "bench.json").write_text(json.dumps(data))
+    results, _ = gather.load(tmp_path)
+    assert gather.disagreements(results) == []
+    assert gather.both_ways(results) == [
+        "fake.slow_vs_fast: faster on alice, carol; slower on bob (a single run a side on bob)"
+    ]
+    text = gather.markdown(results)
+    assert "| 0.50x (1 run) |" in text and "Medians both ways, not judged:" in text
+    data["comparisons"][0]["params"] = {"rounds": 3}  # three processes a side: judged
+    (tmp_path / "bob" / "bench.json").write_text(json.dumps(data))
+    results, _ = gather.load(tmp_path)
+    assert gather.disagreements(results) and gather.both_ways(results) == []
+
+
+def test_two_files_with_one_name_are_both_gathered_under_their_paths(tmp_path, real_result):
+    room(tmp_path, real_result)
+    shutil.copy(tmp_path / "bob" / "bench.json", tmp_path / "bob.json")
+    results, notes = gather.load(tmp_path)
+    assert sorted(r.label for r in results) == ["alice", "bob", "bob/bench", "carol"]
+    assert "bob/bench.json would be 'bob', as another file is: it is named 'bob/bench'" in notes
+    assert gather.main(tmp_path) == 0  # the table has a column for each
+    summary = gather.room_summary(gather.room_table(tmp_path))
+    assert "notes: " in summary and "sent twice" in summary  # the notes named, not counted
