@@ -105,7 +105,7 @@ def verdict(
         )
         line = (
             f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread}); "
-            f"{why_not}, so rerun with more repeats before drawing a conclusion."
+            f"{why_not}, so rerun with more runs before drawing a conclusion."
         )
     elif seen == "faster":
         line = f"{variant} is {speedup:.2f}x faster than {base_name} ({spread})."

@@ -261,10 +261,16 @@ def test_fresh_process_comparisons_take_enough_rounds_at_both_sizes():
     # are its samples: fewer than MIN_SAMPLES and Comparison refuses the table at run time. The
     # tf.data service sweep's quick size kept one round after it began counting processes, and
     # `make bench ARGS=--quick` would have stopped there.
-    from helpers.comparison import MIN_SAMPLES
+    import inspect
+
+    from helpers.comparison import MIN_SAMPLES, resolve
 
     for cid, comparison in bench.registry().items():
+        fn = resolve(comparison.measure or comparison.make_variants)
+        default = inspect.signature(fn).parameters.get("rounds")  # where a size leaves it out
         for size in ("quick", "full"):
             params = getattr(comparison, size)
             if "rounds" in params:
                 assert params["rounds"] >= MIN_SAMPLES, (cid, size, params)
+            elif default is not None:
+                assert default.default >= MIN_SAMPLES, (cid, size, "the measure's default rounds")

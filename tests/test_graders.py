@@ -2158,6 +2158,7 @@ def test_strict_grader(row):
 
 
 def _graph_answers():
+    import numpy as np
     import tensorflow as tf
 
     from helpers.topics.keep_arrays_out_of_graphs import memory
@@ -2180,6 +2181,10 @@ def _graph_answers():
     def twice(x):
         first, second = tf.convert_to_tensor(small), tf.convert_to_tensor(small)
         return [x + (first if i % 2 else second) for i in range(10)]
+
+    def fresh_inputs(x):  # a mistake: the array added to ten new placeholders, not to x
+        values = tf.convert_to_tensor(small)
+        return [tf.compat.v1.placeholder(tf.float32, small.shape) + values for _ in range(10)]
 
     return [
         ("stub", None, False, "must be a tf.Graph"),
@@ -2256,6 +2261,15 @@ def _graph_answers():
             True,
             "at most once",
         ),
+        (
+            "another array of its shape, stored once",
+            build(
+                lambda x: [x + v for v in [tf.constant(np.zeros_like(small))] for _ in range(10)]
+            ),
+            False,
+            "does not hold the array's values",
+        ),
+        ("ten new inputs", build(fresh_inputs), False, "the same input x"),
     ]
 
 
@@ -2275,6 +2289,8 @@ GRAPH_IDS = [
     "add_n",
     "with-default",
     "variable",
+    "zeros",
+    "fresh-inputs",
 ]
 
 
@@ -2284,9 +2300,19 @@ def test_graph_is_small_grader(row):
 
     name, graph, passes, words = _graph_answers()[row]
     nodes = len(graph.get_operations()) if hasattr(graph, "get_operations") else None
-    judge(memory.check_graph_is_small(graph), passes, words)
+    judge(memory.check_graph_is_small(graph, memory.make_array(1)), passes, words)
     if nodes is not None:
         assert len(graph.get_operations()) == nodes, "the check changed the graph"
+
+
+def test_graph_is_small_grader_without_the_array_checks_only_the_graph():
+    from helpers.topics.keep_arrays_out_of_graphs import memory
+
+    rows = {name: (graph, passes) for name, graph, passes, _ in _graph_answers()}
+    assert memory.check_graph_is_small(rows["solution"][0])  # array=None: no value check
+    zeros, _ = rows["another array of its shape, stored once"]
+    assert memory.check_graph_is_small(zeros)  # its values are what only the array can tell
+    assert not memory.check_graph_is_small(rows["leaky (the warned mistake)"][0])
 
 
 def _scale_answers():
@@ -2298,6 +2324,14 @@ def _scale_answers():
     called_before = tf.function(scale)
     for n in (1, 2, 3):
         called_before(tf.ones([n]))
+    traced_ahead = tf.function(scale)  # correct: one trace made ahead for every length
+    traced_ahead.get_concrete_function(tf.TensorSpec([None], tf.float32))
+    every_length_ahead = tf.function(scale)  # a mistake: eight traces made ahead, one a length
+    for n in range(1, 9):
+        every_length_ahead.get_concrete_function(tf.TensorSpec([n], tf.float32))
+    reduce_called = tf.function(scale, reduce_retracing=True)  # its second call generalizes
+    for n in (1, 2):
+        reduce_called(tf.ones([n]))
     return [
         ("stub", scale, False, "must be a tf.function"),
         (
@@ -2353,6 +2387,9 @@ def _scale_answers():
             True,
             "a concrete function",
         ),
+        ("traced ahead for every length", traced_ahead, True, "one trace"),
+        ("traced ahead, one trace a length", every_length_ahead, False, "traced 8 times"),
+        ("reduce_retracing=True, called before", reduce_called, False, "still traces twice"),
     ]
 
 
@@ -2368,6 +2405,9 @@ SCALE_IDS = [
     "called-before",
     "wrong-factor",
     "concrete",
+    "traced-ahead",
+    "traced-ahead-per-length",
+    "reduce-retracing-called",
 ]
 
 

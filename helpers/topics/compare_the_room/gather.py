@@ -93,7 +93,9 @@ def both_ways(results: Sequence[Result]) -> list[str]:
         down = [r.label for r in results if row[r.label] < 1 / (1 + MIN_EFFECT)]
         if i in judged or not (up and down):
             continue
-        single = [r.label for r in results if i in r.records and one_run(r.records[i])]
+        single = [
+            n for n in up + down if one_run(next(r for r in results if r.label == n).records[i])
+        ]
         why = f"a single run a side on {', '.join(single)}" if single else "spreads cross 1x"
         lines.append(f"{i}: faster on {', '.join(up)}; slower on {', '.join(down)} ({why})")
     return lines
@@ -260,10 +262,11 @@ def room_figure(speedups: Any, title: str = "") -> Any:
 
 
 def room_summary(speedups: Any) -> str:
-    """One line: how many machines and comparisons, which disagree in direction, and the notes
-    (files skipped, versions mixed, copies)."""
+    """One line: how many machines and comparisons, which disagree in direction, which point both
+    ways unjudged (to rerun), and the notes (files skipped, versions mixed, copies)."""
     results = speedups.attrs["results"]
     split = [line.split(":")[0] for line in disagreements(results)]
+    unjudged = [line.split(":")[0] for line in both_ways(results)]
     return (
         f"{len(results)} machines, {len(speedups)} comparisons; "
         + (
@@ -271,6 +274,7 @@ def room_summary(speedups: Any) -> str:
             if split
             else "none disagrees in direction"
         )
+        + (f"; medians both ways, not judged: {', '.join(unjudged)}" if unjudged else "")
         + (f"; notes: {' | '.join(speedups.attrs['notes'])}" if speedups.attrs["notes"] else "")
     )
 

@@ -9,7 +9,7 @@ twice are noted. ``gather`` makes the table, the figure and the markdown from th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,19 +72,19 @@ def load(folder: str | Path) -> tuple[list[Result], list[str]]:
             f"{folder} holds {len(files)} JSON files; at most {MAX_FILES} (one per machine)"
         )
     results, notes = [], []
-    labels = [label_of(path, folder) for path in files]
-    for path, label in zip(files, labels, strict=True):
-        named = path.relative_to(folder).with_suffix("").as_posix()
-        if labels.count(label) > 1 and named != label:  # alice.json and alice/bench.json
-            notes.append(
-                f"{path.relative_to(folder)} would be {label!r}, as another file is: "
-                f"it is named {named!r}"
-            )
-            label = named
+    for path in files:
         try:
-            results.append(read(path, label))
+            results.append(read(path, label_of(path, folder)))
         except ValueError as exc:
             notes.append(f"skipped {path.relative_to(folder)}: {exc}")
+    labels = [r.label for r in results]  # alice.json and alice/bench.json: named by their paths
+    for k, r in enumerate(results):
+        named = r.path.relative_to(folder).with_suffix("").as_posix()
+        if labels.count(r.label) > 1 and named != r.label:
+            notes.append(
+                f"{named}.json is named {named!r}: {r.label!r} is also another result's name"
+            )
+            results[k] = replace(r, label=named)
     if not results:
         raise GatherError(
             f"no bench results in {folder}"

@@ -200,12 +200,12 @@ def verify(
     return {"shards": total, "records": position}
 
 
-SHARD_NAMES = (".tfrecord", ".tfrec", ".gz")  # a name holding one of these is taken for a shard
+SHARD_NAMES = (".tfr", ".gz")  # a name holding one of these is taken for a shard (.tfrecord too)
 
 
 def shard_files(path: Path) -> list[Path]:
-    """The regular files in ``path`` named like shards (``.tfrecord``, ``.tfrec`` or ``.gz``, in
-    any case, anywhere in the name), sorted by name."""
+    """The regular files in ``path`` named like shards (``.tfr``, ``.tfrec``, ``.tfrecord`` or
+    ``.gz``, in any case, anywhere in the name), sorted by name."""
     return sorted(
         p
         for p in Path(path).iterdir()

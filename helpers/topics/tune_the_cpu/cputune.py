@@ -83,7 +83,7 @@ def sweep(
     settings: Mapping[str, Setting],
     workloads: Sequence[str],
     repeats: int = 5,
-    rounds: int = 1,
+    rounds: int = 3,
     small: bool = False,
     timeout: float = 300.0,
     on_progress: ProgressFn | None = None,
@@ -144,7 +144,7 @@ def comparisons(
     settings: Mapping[str, Setting],
     workloads: Sequence[str],
     repeats: int = 5,
-    rounds: int = 2,
+    rounds: int = 3,
     small: bool = False,
     timeout: float = 300.0,
     on_progress: ProgressFn | None = None,
@@ -172,7 +172,7 @@ def comparison(
     settings: Mapping[str, Setting],
     workload: str,
     repeats: int = 5,
-    rounds: int = 2,
+    rounds: int = 3,
     small: bool = False,
     timeout: float = 300.0,
     on_progress: ProgressFn | None = None,
@@ -186,7 +186,7 @@ def run_sweep(
     kind: str = "threads",
     workload: str = "matmul",
     repeats: int = 5,
-    rounds: int = 1,
+    rounds: int = 3,
     small: bool = False,
     on_progress: ProgressFn | None = None,
 ) -> Any:
@@ -251,7 +251,7 @@ def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
 
 
 def _threads_variants(
-    workload: str = "matmul", small: bool = False, repeats: int = 5, rounds: int = 2
+    workload: str = "matmul", small: bool = False, repeats: int = 5, rounds: int = 3
 ) -> Any:
     cores = env.usable_cores()
     return comparison(
@@ -264,7 +264,7 @@ def _threads_variants(
 
 
 def _onednn_variants(
-    workload: str = "conv_step", small: bool = False, repeats: int = 5, rounds: int = 2
+    workload: str = "conv_step", small: bool = False, repeats: int = 5, rounds: int = 3
 ) -> Any:
     return comparison(
         {"oneDNN off": Setting(onednn=False), "oneDNN on": Setting(onednn=True)},

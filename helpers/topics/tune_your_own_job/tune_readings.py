@@ -70,7 +70,7 @@ def head_to_head_reading(frame: Any) -> str:
     )
     if few:
         reading = f"{runs} run each: too few to tell the two apart; "
-        reading += f"rerun with {verdicts.MIN_RUNS} rounds or more"
+        reading += "rerun with more rounds (3 or more)"
     elif mine_lo <= theirs_hi and theirs_lo <= mine_hi:
         reading = "their quartile ranges overlap: this run does not tell the two apart"
     else:

@@ -150,20 +150,22 @@ def summary(frame: Any, second: Any = None) -> str:
         if names:
             parts.append(f"{', '.join(names)} {label}.")
     if second is not None:
-        late = faster(second)
-        unjudged = sum(
-            v in (TOO_FEW, "not run") for n, v in second["verdict"].items() if n != BASELINE
-        )
+        late, said_on_top = faster(second), second["verdict"].drop(BASELINE, errors="ignore")
         parts.append(
-            f"Tried again on top of the changes that paid, {len(late)} of {len(second) - 1} "
-            + (f"({unjudged} too few runs to judge) " if unjudged else "")
-            + "then paid"
+            f"Tried again on top of the changes that paid, {len(late)} of {len(said_on_top)} "
+            "then paid"
             + (
                 ": " + ", ".join(f"{n} ({second.at[n, 'gain']:.2f}x over them)" for n in late) + "."
                 if late
                 else "."
             )
         )
+        few_on_top = [n for n, v in said_on_top.items() if v == TOO_FEW]
+        unrun_on_top = sum(v == "not run" for v in said_on_top)
+        if few_on_top:
+            parts.append(f"On top, {', '.join(few_on_top)} ran too few times to judge.")
+        if unrun_on_top:
+            parts.append(f"On top, {unrun_on_top} did not run within the time budget.")
     clashed = frame.attrs.get("clashes", {})
     if clashed:
         parts.append(

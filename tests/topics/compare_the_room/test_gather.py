@@ -278,6 +278,7 @@ def test_notebook_15_widget_and_exercise_on_the_shipped_example_room():
     assert stamp.of_figure(gather.room_figure(speedups)).startswith("gathered from 3 bench results")
     line = gather.room_summary(speedups)
     assert line.startswith("3 machines,") and "disagree in direction" in line
+    assert "medians both ways, not judged: distribute_training.workers_0_vs_2" in line
     stamps = [r.stamp for r in speedups.attrs["results"]]
     assert any("1 of 2 logical cores" in s for s in stamps) and any(
         "oneDNN off" in s for s in stamps
@@ -365,7 +366,10 @@ def test_two_files_with_one_name_are_both_gathered_under_their_paths(tmp_path, r
     shutil.copy(tmp_path / "bob" / "bench.json", tmp_path / "bob.json")
     results, notes = gather.load(tmp_path)
     assert sorted(r.label for r in results) == ["alice", "bob", "bob/bench", "carol"]
-    assert "bob/bench.json would be 'bob', as another file is: it is named 'bob/bench'" in notes
+    assert "bob/bench.json is named 'bob/bench': 'bob' is also another result's name" in notes
+    (tmp_path / "carol.json").write_text("{ not json")  # a stray file renames no real result
+    results, notes = gather.load(tmp_path)
+    assert "carol" in [r.label for r in results] and not [n for n in notes if "carol/bench" in n]
     assert gather.main(tmp_path) == 0  # the table has a column for each
     summary = gather.room_summary(gather.room_table(tmp_path))
     assert "notes: " in summary and "sent twice" in summary  # the notes named, not counted

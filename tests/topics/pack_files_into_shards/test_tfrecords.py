@@ -406,6 +406,10 @@ def test_shards_named_otherwise_are_found_and_mistakes_explained(tmp_path, data)
     lesson.write_shard(out / "validation-1.TFRec.gz", images[60:], labels[60:], gzip=True)
     (out / "shards.tfrecord").mkdir()  # a folder with a shard's name is not a shard
     assert tfrecords.check_two_gzip_shards(out, images, labels)
+    out = tfrecords.fresh_dir(tmp_path / "short")  # .tfr, another common extension
+    lesson.write_shard(out / "validation-0-of-2.tfr", images[:60], labels[:60], gzip=True)
+    lesson.write_shard(out / "validation-1-of-2.tfr", images[60:], labels[60:], gzip=True)
+    assert tfrecords.check_two_gzip_shards(out, images, labels)
     out = tfrecords.fresh_dir(tmp_path / "unnamed")
     lesson.write_shard(out / "first", images[:60], labels[:60], gzip=True)
     feedback = repr(tfrecords.check_two_gzip_shards(out, images, labels))

@@ -438,8 +438,11 @@ def test_the_command_line_tunes_a_real_job_in_fresh_processes(tmp_path):
     if js.exists():
         data = json.loads(js.read_text())
         assert results.check(data) and data["comparisons"], data
-        # one round: one run a trial, shown but not judged
-        assert "too few to judge" in done.stdout and "faster" not in done.stdout.split("|")[0]
+        # one round: one run a trial, shown but not judged (none faster, slower or level)
+        rows = [line.split("|") for line in done.stdout.splitlines() if line.startswith("| ")]
+        verdicts = {row[5].strip() for row in rows[1:] if len(row) > 6}
+        assert verdicts and not verdicts & {"faster", "slower", "no clear difference"}, verdicts
+        assert "too few to judge" in done.stdout
     else:
         assert "did not run within the time budget" in done.stdout, done.stdout[-2000:]
 
@@ -772,6 +775,24 @@ def test_head_to_head_reads_each_run_at_its_median_epoch_and_one_round_judges_no
     frame = tuning.head_to_head(job, XLA, tmp_path, steps=4, n_images=1024, rounds=1)
     assert [t.seconds for t in frame.attrs["timings"].values()] == [(1.0,), (0.5,), (4.0,), (4.0,)]
     line = tune_report.head_to_head_reading(frame)
-    assert "(1 run each: too few to tell the two apart; rerun with 2 rounds or more)" in line
+    assert "(1 run each: too few to tell the two apart; rerun with more rounds (3 or more))" in line
     assert "loop here (from 1 run each, too few to tell them apart)" in line
     assert "quartile ranges" not in line
+
+
+def test_the_reading_of_the_trials_on_top_names_those_it_could_not_judge():
+    outcomes, _, _ = measured_frame()
+    second = tune_report.table(
+        {
+            BASELINE: outcome(BASELINE, [1.0, 1.01, 0.99]),
+            "prefetch": outcome("prefetch", [0.5, 0.51, 0.49]),
+            "tf.data options": outcome("tf.data options", [0.9]),
+            "batch 256": outcome("batch 256", []),
+        }
+    )
+    reading = tune_report.summary(tune_report.table(outcomes), second)
+    assert (
+        "Tried again on top of the changes that paid, 1 of 3 then paid: prefetch (2.00x" in reading
+    )
+    assert "On top, tf.data options ran too few times to judge." in reading
+    assert "On top, 1 did not run within the time budget." in reading
