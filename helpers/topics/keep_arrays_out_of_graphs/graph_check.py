@@ -7,7 +7,7 @@ from typing import Any
 
 from helpers import checks
 from helpers.exercises import Feedback, correct, not_yet
-from helpers.topics.keep_arrays_out_of_graphs.memory import MIB, graph_stats
+from helpers.topics.keep_arrays_out_of_graphs.memory_guard import MIB
 
 
 @checks.arguments(limit_bytes=checks.whole(1, 2**31))
@@ -18,6 +18,8 @@ def check_graph_is_small(graph: Any, array: Any = None, limit_bytes: int = 64 * 
     """
     import numpy as np
     import tensorflow as tf
+
+    from helpers.topics.keep_arrays_out_of_graphs.memory import graph_stats  # memory imports this
 
     if not isinstance(graph, tf.Graph):
         return not_yet(f"fixed must be a tf.Graph, got {type(graph).__name__}.")
