@@ -101,11 +101,12 @@ def verdict(
     seen = outcome(low, high, speedup)
     if seen == "no clear difference":
         why_not = (
-            "the runs overlap" if low <= 1.0 <= high else f"within {MIN_EFFECT:.0%} at the median"
+            "the runs overlap, so rerun with more runs before drawing a conclusion"
+            if low <= 1.0 <= high
+            else f"within {MIN_EFFECT:.0%} at the median: too small a gap to call"
         )
         line = (
-            f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread}); "
-            f"{why_not}, so rerun with more runs before drawing a conclusion."
+            f"{variant} vs {base_name}: no clear difference ({speedup:.2f}x; {spread}); {why_not}."
         )
     elif seen == "faster":
         line = f"{variant} is {speedup:.2f}x faster than {base_name} ({spread})."

@@ -1097,6 +1097,24 @@ def test_fastest_grader(row):
     assert table.equals(before)
 
 
+def test_fastest_grader_refuses_a_setting_another_ran_clearly_faster_than():
+    # Seen in notebook 10 with three processes a row: the slowest setting's spread reached the
+    # fastest's (a tie by the old rule), while a third ran clearly faster than it.
+    import pandas as pd
+
+    from helpers.topics.tune_the_cpu import cputune
+
+    rows = [("one", 5.64, 5.44, 6.17), ("two", 4.36, 4.0, 5.61), ("four", 4.72, 4.51, 4.9)]
+    table = pd.DataFrame(
+        [
+            {"setting": s, "workload": "w", "median_ms": m, "q1_ms": a, "q3_ms": b, "error": ""}
+            for s, m, a, b in rows
+        ]
+    )
+    judge(cputune.check_fastest(table, "w", "one"), False, "four ran faster")
+    judge(cputune.check_fastest(table, "w", "four"), True, "a tie on this machine")
+
+
 def test_fastest_grader_takes_tables_as_they_come(tmp_path):
     import pandas as pd
 

@@ -12,7 +12,6 @@ are in ``helpers.topics.tune_the_cpu.cpu_report``.
 
 from __future__ import annotations
 
-import re
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,7 +20,6 @@ from typing import Any
 from helpers import checks, env, lessons, procs, timing
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
-from helpers.exercises import Feedback, correct, not_yet
 from helpers.timing import ProgressFn
 from helpers.timing_stats import Timing
 
@@ -203,53 +201,6 @@ def run_sweep(
     )
 
 
-def _spelling(setting: Any) -> str:
-    """A setting's name for matching: case, spaces, commas and "=" do not matter."""
-    return re.sub(r"[\s,=]+", " ", str(setting).lower()).strip()
-
-
-def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
-    """Exercise check: is ``choice`` the fastest setting for ``workload`` in a sweep ``table``, or
-    within the run-to-run spread of it? Spelling of the name is free ("intra=2, inter=1")."""
-    if not hasattr(table, "columns") or not {"setting", "workload", "median_ms"} <= set(
-        table.columns
-    ):
-        return not_yet("pass the table a sweep returned")
-    if not isinstance(workload, str):
-        return not_yet(
-            f"name the workload as text, such as 'conv_step'; got {type(workload).__name__}"
-        )
-    if not isinstance(choice, str):
-        return not_yet(
-            "name the setting as text, one of the table's 'setting' column; "
-            f"got {type(choice).__name__}"
-        )
-    table = table.reset_index(drop=True)  # a copy; duplicate labels (a concatenated table) are fine
-    ran = (
-        table["error"].isna() | (table["error"] == "") if "error" in table.columns else True
-    )  # NaN: read_csv
-    part = table[(table["workload"] == workload) & ran & table["median_ms"].notna()]
-    if part.empty:
-        return not_yet(
-            f"the table has no result for workload {workload!r}; "
-            f"it has {sorted(set(table['workload']))}"
-        )
-    mine = part[part["setting"].map(_spelling) == _spelling(choice)]
-    if mine.empty:
-        return not_yet(f"{choice!r} is not one of the settings: {list(part['setting'])}")
-    best, mine = part.loc[part["median_ms"].idxmin()], mine.loc[mine["median_ms"].idxmin()]
-    if mine.setting == best.setting:
-        return correct(f"{mine.setting} was the fastest on {workload} ({best.median_ms:.1f} ms)")
-    if {"q1_ms", "q3_ms"} <= set(part.columns) and mine.q1_ms <= best.q3_ms:
-        return correct(
-            f"{mine.setting} overlaps the fastest ({best.setting}) within their spread: "
-            "a tie on this machine"
-        )
-    return not_yet(
-        f"{best.setting} ran faster ({best.median_ms:.1f} ms against {mine.median_ms:.1f} ms)"
-    )
-
-
 def _threads_variants(
     workload: str = "matmul", small: bool = False, repeats: int = 5, rounds: int = 3
 ) -> Any:
@@ -296,3 +247,9 @@ BENCHMARKS = [
         full={"repeats": 10, "rounds": 3},
     ),
 ]
+
+
+# Notebook 10 calls cputune.check_fastest: the exercise check lives in its own module.
+from helpers.topics.tune_the_cpu.fastest_check import (  # noqa: E402
+    check_fastest as check_fastest,
+)

@@ -183,14 +183,14 @@ def summary(frame: Any, second: Any = None) -> str:
         c = frame.loc[COMBINED]
         gains = [frame.at[n, "gain"] for n in won if n not in clashed]
         gains += [] if second is None else [second.at[n, "gain"] for n in faster(second)]
-        product = math.prod(gains)
+        product, on_top_paid = math.prod(gains), second is not None and bool(faster(second))
         low, high = timing.span(c["gain q1-q3"])
         inside = "inside" if low <= product <= high else "outside"
         parts.append(
             f"All of them together: {c['gain']:.2f}x "
             f"({c['gain q1-q3']} from the quartiles of both); "
             "the product of their gains "
-            f"measured {'one at a time' if second is None else 'alone and on top'} "
+            f"measured {'alone and on top' if on_top_paid else 'one at a time'} "
             f"is {product:.2f}x, {inside} "
             "that range: measure a combination, do not multiply."
         )

@@ -796,3 +796,9 @@ def test_the_reading_of_the_trials_on_top_names_those_it_could_not_judge():
     )
     assert "On top, tf.data options ran too few times to judge." in reading
     assert "On top, 1 did not run within the time budget." in reading
+    nothing_on_top = tune_report.table(
+        {BASELINE: outcome(BASELINE, [1.0, 1.01, 0.99]), "prefetch": outcome("prefetch", [1.0] * 3)}
+    )
+    _, combined, frame = measured_frame()
+    reading = tune_report.summary(frame, nothing_on_top)  # nothing paid on top: gains alone only
+    assert "0 of 1 then paid" in reading and "measured one at a time is" in reading
