@@ -12,7 +12,9 @@ code names it as ``"helpers.lessons.<notebook>:fn"``: the code the notebook show
     python -m helpers.bench --quick           # every comparison, small sizes
     python -m helpers.bench --only look_inside_graphs.eager_vs_function
 
-A run prints a markdown table and writes ``data/results/bench.json`` (atomically).
+A run prints a markdown table and writes ``data/results/bench.json`` (atomically); a run with
+``--only`` writes ``data/results/bench-only.json`` instead, so it never replaces a whole run (the
+file a room gathers). ``--out`` names another file.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def topic_modules(topics: Path = TOPICS, notebooks: Path = NOTEBOOKS) -> tuple[s
 TOPIC_MODULES: tuple[str, ...] = topic_modules()
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "results" / "bench.json"
+ONLY_OUT = DEFAULT_OUT.with_name("bench-only.json")  # where a run with --only writes
 
 
 def registry(modules: Sequence[str] | None = None) -> dict[str, Comparison]:
@@ -180,7 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quick", action="store_true", help="small workloads (about a minute in all)"
     )
     parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results"
+        "--out",
+        type=Path,
+        help="where to write the JSON results (default: data/results/bench.json, or with --only"
+        " data/results/bench-only.json, so a partial run never replaces a whole one)",
     )
     parser.add_argument(
         "--gather",
@@ -209,15 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = select(comparisons, args.only)
     except ValueError as exc:
         return _usage(str(exc).removeprefix("only: ").replace("unknown", "--only: unknown", 1))
-    problem = _unwritable(args.out)
+    out = args.out if args.out is not None else (DEFAULT_OUT if args.only is None else ONLY_OUT)
+    problem = _unwritable(out)
     if problem:  # checked before the run, which would otherwise be lost at the end
-        return _usage(f"--out {args.out}: {problem}")
+        return _usage(f"--out {out}: {problem}")
     from helpers import env
 
-    result = run_all(chosen, args.quick, args.out, env.machine_info())
+    result = run_all(chosen, args.quick, out, env.machine_info())
     print(markdown(result["comparisons"]))
     print(f"\n{result['stamp']}")
-    print(f"\nwrote {args.out}")
+    print(f"\nwrote {out}")
     return 0
 
 

@@ -139,6 +139,22 @@ def test_main_list_and_run(fake_module, tmp_path, capsys):
     )
 
 
+def test_a_run_with_only_leaves_the_whole_runs_file_alone(
+    fake_module, tmp_path, monkeypatch, capsys
+):
+    """A learner's full bench.json (what the room gathers) survives a later --only run."""
+    whole, only = tmp_path / "bench.json", tmp_path / "bench-only.json"
+    monkeypatch.setattr(bench, "DEFAULT_OUT", whole)
+    monkeypatch.setattr(bench, "ONLY_OUT", only)
+    whole.write_text('{"a whole run": true}')
+    assert bench.main(["--only", "fake.slow_vs_fast", "--quick"]) == 0
+    assert f"wrote {only}" in capsys.readouterr().out
+    assert whole.read_text() == '{"a whole run": true}'
+    assert [c["id"] for c in json.loads(only.read_text())["comparisons"]] == ["fake.slow_vs_fast"]
+    assert bench.main(["--quick"]) == 0  # no --only: the whole run's file
+    assert [c["id"] for c in json.loads(whole.read_text())["comparisons"]] == ["fake.slow_vs_fast"]
+
+
 def test_main_unknown_id_exits_with_usage_error(fake_module, capsys):
     assert bench.main(["--only", "nope.x"]) == 2
     assert "unknown comparison id" in capsys.readouterr().err
