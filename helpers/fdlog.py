@@ -27,13 +27,13 @@ from helpers import checks
 # prefix ("I0000 00:00:1795287681.511107    4925 placer.cc:162] ").
 _PLACER = re.compile(
     r"^(?:[IWE]\d{4} [\d:.]+\s+\d+ \S+\] )?"
-    r"(?P<op>[^\s:][^:]*): \((?P<kernel>[\w.]+)\): (?P<device>/\S+)$"
+    r"(?P<op>[^\s:][^:]*): \((?P<type>[\w.]+)\): (?P<device>/\S+)$"
 )
 # "Executing op _MklMatMul in device /job:localhost/replica:0/task:0/device:CPU:0"
-_EXECUTING = re.compile(r"Executing op (?P<kernel>\S+) in device (?P<device>/\S+)$")
+_EXECUTING = re.compile(r"Executing op (?P<type>\S+) in device (?P<device>/\S+)$")
 # Function names carry a process-wide counter: __inference_f_9 -> __inference_f
 _COUNTER = re.compile(r"^(__inference_\w+?)_\d+$")
-#: Kernels that only move a function's arguments and results in and out.
+#: Op types that only move a function's arguments and results in and out.
 PLUMBING = frozenset({"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp"})
 
 
@@ -96,7 +96,8 @@ def short_device(device: str) -> str:
 
 @checks.arguments(plumbing=checks.flag)
 def parse_placement(text: str, plumbing: bool = False) -> Any:
-    """Read placement log text into a table with one row per (op, kernel, device).
+    """Read placement log text into a table with one row per (op, type, device): the op's name
+    (a graph node's own name; for an eager op, its type), its op type, and its device.
 
     Understands the plain fd-1 lines, the glog-prefixed fd-2 copies of them (TF1 and TF2
     alike) and eager ``Executing op ... in device ...`` lines; lines seen twice are folded,
@@ -110,24 +111,24 @@ def parse_placement(text: str, plumbing: bool = False) -> Any:
         match = _PLACER.match(line) or _EXECUTING.search(line)
         if not match:
             continue
-        kernel = _COUNTER.sub(r"\1", match["kernel"])
-        op = _COUNTER.sub(r"\1", match.groupdict().get("op") or kernel)
-        if not plumbing and kernel in PLUMBING:
+        kind = _COUNTER.sub(r"\1", match["type"])
+        op = _COUNTER.sub(r"\1", match.groupdict().get("op") or kind)
+        if not plumbing and kind in PLUMBING:
             continue
-        rows.append((op, kernel, short_device(match["device"])))
-    table = pd.DataFrame(list(dict.fromkeys(rows)), columns=["op", "kernel", "device"])
+        rows.append((op, kind, short_device(match["device"])))
+    table = pd.DataFrame(list(dict.fromkeys(rows)), columns=["op", "type", "device"])
     return table
 
 
-#: oneDNN's rewrite of a TensorFlow kernel: _MklMatMul, _MklNativeConv2D.
+#: oneDNN's rewrite of a TensorFlow op type: _MklMatMul, _MklNativeConv2D.
 _ONEDNN_PREFIX = re.compile(r"^_Mkl(?:Native)?(?=[A-Z])")
 
 
 def fold_onednn(table: Any) -> Any:
-    """The placement table with oneDNN's kernels under TensorFlow's names (``_MklMatMul`` ->
+    """The placement table with oneDNN's op types under TensorFlow's names (``_MklMatMul`` ->
     ``MatMul``), duplicates folded: the same table whether oneDNN is on or off on this CPU."""
     out = table.copy()
-    for column in ("op", "kernel"):
+    for column in ("op", "type"):
         out[column] = out[column].str.replace(_ONEDNN_PREFIX, "", regex=True)
     return out.drop_duplicates().reset_index(drop=True)
 
@@ -244,7 +245,7 @@ class PlacementLog:
     def run(self, fn: Callable[[], Any], plumbing: bool = False) -> tuple[Any, Any]:
         """Run ``fn`` (forcing a tensor result); return ``(result, table of what it placed)``.
 
-        Only new placements show: an op kernel or function already placed is not placed again.
+        Only new placements show: an op or function already placed is not placed again.
         """
         if not callable(fn):
             raise TypeError(f"fn must be callable, got {fn!r}")

@@ -666,7 +666,7 @@ def test_affine_graph_grader(row):
 def _table(rows):
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=["op", "kernel", "device"])
+    return pd.DataFrame(rows, columns=["op", "type", "device"])
 
 
 # --- 04: two towers summed with add_n on CPU:0 (real answers, in a child with four logical CPUs) --
@@ -806,6 +806,11 @@ def my_towers(batch):
 """,
     "checked twice (the function already placed)": TOWERS_SOLUTION
     + "towers.check_towers(my_towers, batch, log)\n",
+    "called once before the check": TOWERS_SOLUTION + "my_towers(batch)\n",
+    "compiled with XLA (one cluster: no towers)": TOWERS_SOLUTION.replace(
+        "@tf.function", "@tf.function(jit_compile=True)"
+    )
+    + "my_towers(batch)\n",
     "a wrapper around a tf.function": TOWERS_SOLUTION.replace("def my_towers", "def inner")
     + "def my_towers(batch):\n    return inner(batch)\n",
     "not a function": """
@@ -828,7 +833,9 @@ TOWERS = [
     ("sum on a tower's device", False, "not on CPU:0"),
     ("one half twice", False, "differs from batch^T batch"),
     ("a list returned", False, "returned a list, not a tensor"),
-    ("checked twice (the function already placed)", False, "on its first call only"),
+    ("checked twice (the function already placed)", True, "towers on CPU:2, CPU:3"),
+    ("called once before the check", True, "towers on CPU:2, CPU:3"),
+    ("compiled with XLA (one cluster: no towers)", False, "leave jit_compile off"),
     ("a wrapper around a tf.function", False, "make my_towers itself the tf.function"),
     ("not a function", False, "pass your function my_towers itself, got NoneType"),
 ]
@@ -1275,7 +1282,12 @@ def test_slowest_op_grader_names_a_wrong_table_and_the_onednn_name(trace):
         judge(profiling.check_slowest_op(wrong, answer), False, "pass the trace's event table")
     ops = profiling.op_table(trace, top=10_000)
     assert "_MklMatMul" in ops.index  # the fixture was recorded with oneDNN on
-    judge(profiling.check_slowest_op(trace, "MatMul"), False, "runs it as _MklMatMul")
+    # A plain name is judged as oneDNN's (the trace's), and the feedback says which it was.
+    top, plain = ops.index[0], ops.index[0].removeprefix("_MklNative").removeprefix("_Mkl")
+    assert top != plain  # the fixture's slowest op is a oneDNN one
+    judge(profiling.check_slowest_op(trace, plain), True, f"runs {plain} as {top}")
+    if "_MklMatMul" != top:
+        judge(profiling.check_slowest_op(trace, "MatMul"), False, "runs MatMul as _MklMatMul")
     judge(profiling.check_slowest_op(trace, f" {answer}\n"), True, "of all op time")  # padded
     judge(profiling.check_slowest_op(trace, np.array("x")), False, "is not an op type")
 
@@ -1612,7 +1624,7 @@ def _scaled_step_answers():
             "scaled but not unscaled",
             scaled_but_not_unscaled,
             False,
-            "expected 0.0100136: 32768 times too far, the loss scale",
+            "expected 0.0100136 (the check's optimizer: SGD, learning rate 1000): 32768 times",
         ),
         ("not a function", None, False, "pass your step function"),
         ("solution", solution, True, "w moved by SGD's update"),
@@ -1674,7 +1686,7 @@ def test_scaled_step_grader(row):
 
 
 def _placements(*rows):
-    return _table([(op, kernel, device) for op, kernel, device in rows])
+    return _table([(op, kind, device) for op, kind, device in rows])
 
 
 INFERENCE = ("__inference_my_pinned_12", "__inference_my_pinned_12", "CPU:0")
@@ -1739,8 +1751,8 @@ PINNED = [
         "pass the table",
     ),
     (
-        "numbers in the kernel column",
-        _placements(("MatMul", "MatMul", "CPU:1")).assign(kernel=[1]),
+        "numbers in the type column",
+        _placements(("MatMul", "MatMul", "CPU:1")).assign(type=[1]),
         "CPU:1",
         False,
         "shows no MatMul",

@@ -29,16 +29,16 @@ def full_device(name: str) -> str:
     return name if name.startswith("/") else f"/device:{name}"
 
 
-def devices_used(table: Any, kernel_prefix: str) -> list[str]:
-    """The devices on which kernels starting with ``kernel_prefix`` ran, in first-seen order
+def devices_used(table: Any, type_prefix: str) -> list[str]:
+    """The devices on which ops whose type starts with ``type_prefix`` ran, in first-seen order
     (``"MatMul"`` also matches oneDNN's ``_MklMatMul``)."""
-    kernels = table["kernel"].astype(str).str.replace(r"^_Mkl(?:Native)?(?=[A-Z])", "", regex=True)
-    return list(dict.fromkeys(table.loc[kernels.str.startswith(kernel_prefix), "device"]))
+    kinds = table["type"].astype(str).str.replace(r"^_Mkl(?:Native)?(?=[A-Z])", "", regex=True)
+    return list(dict.fromkeys(table.loc[kinds.str.startswith(type_prefix), "device"]))
 
 
 def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
     """Exercise (02): the placement table shows the matmul on ``device``."""
-    if not hasattr(table, "columns") or not {"kernel", "device"} <= set(table.columns):
+    if not hasattr(table, "columns") or not {"type", "device"} <= set(table.columns):
         return not_yet("pass the table that log.run(...) returned (the second item).")
     used = devices_used(table, "MatMul")
     if not used:
@@ -46,8 +46,8 @@ def check_pinned(table: Any, device: str = "CPU:1") -> Feedback:
             "the table shows no MatMul: does my_pinned compute tf.matmul, and did it run for "
             "the first time inside log.run?"
         )
-    if not table["kernel"].astype(str).str.startswith("__inference").any():
-        named = "op" in table.columns and (table["op"].astype(str) != table["kernel"].astype(str))
+    if not table["type"].astype(str).str.startswith("__inference").any():
+        named = "op" in table.columns and (table["op"].astype(str) != table["type"].astype(str))
         if named is not False and named.any():  # a graph's nodes carry their own names
             return not_yet(
                 "this table is a graph's (a TF1 session's, or another cell's): pass the table "

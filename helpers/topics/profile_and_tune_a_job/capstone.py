@@ -168,7 +168,7 @@ def report(table: Any) -> str:
             lines.append(f"{name}: {row['images/s']:.0f} images/s")
         else:
             lines.append(
-                f"{name}: {row['gain']:.2f}x (IQR {row['gain q1-q3']}), "
+                f"{name}: {row['gain']:.2f}x (quartile ratios {row['gain q1-q3']}x), "
                 f"cumulative {row['cumulative']:.2f}x"
             )
         if before is not None and row["note"] == "":
@@ -217,8 +217,8 @@ def capstone_figure(table: Any, title: str = "") -> Any:
 
 def capstone_summary(table: Any) -> str:
     """The cumulative speed-up, and the stage that gained most: every stage that clearly gained
-    (its gain's IQR above 1x) and whose IQR reaches the biggest one's is named with it, since a
-    lead inside the spread is not a win. From one run per stage, no step is judged."""
+    (its gain's quartile ratios above 1x) and whose range reaches the biggest one's is named with
+    it, since a lead inside the spread is not a win. From one run per stage, no step is judged."""
     ran = table.dropna(subset=["images/s"])
     runs = min(t.count for t in table.attrs["timings"].values())
     if runs < verdicts.MIN_RUNS:
@@ -228,7 +228,7 @@ def capstone_summary(table: Any) -> str:
         )
     head = (
         f"{ran.index[0]} -> {ran.index[-1]}: {ran['cumulative'].iloc[-1]:.2f}x in all "
-        f"(IQR {ran['cumulative q1-q3'].iloc[-1]})"
+        f"(quartile ratios {ran['cumulative q1-q3'].iloc[-1]}x)"
     )
     steps = ran[ran["gain"].notna()]
     if steps.empty:
@@ -238,7 +238,7 @@ def capstone_summary(table: Any) -> str:
     if iqr[best][0] <= 1.0:
         return (
             f"{head}; no single step gained clearly (the largest, {best}, "
-            f"{steps.loc[best, 'gain']:.2f}x, IQR {steps.loc[best, 'gain q1-q3']})"
+            f"{steps.loc[best, 'gain']:.2f}x, quartile ratios {steps.loc[best, 'gain q1-q3']}x)"
         )
     tied = [
         name
@@ -246,7 +246,7 @@ def capstone_summary(table: Any) -> str:
         if name != best and iqr[name][1] >= iqr[best][0] and iqr[name][0] > 1.0
     ]
     named = ", ".join(
-        f"{name} ({steps.loc[name, 'gain']:.2f}x, IQR {steps.loc[name, 'gain q1-q3']})"
+        f"{name} ({steps.loc[name, 'gain']:.2f}x, quartile ratios {steps.loc[name, 'gain q1-q3']}x)"
         for name in [best, *tied]
     )
     return f"{head}; " + (

@@ -78,7 +78,7 @@ def latency_table(
                 "median ms": round(t.median * 1e3, 2),
                 "q1 ms": round(t.q1 * 1e3, 2),
                 "q3 ms": round(t.q3 * 1e3, 2),
-                "vs float32": f"{base.median / t.median:.2f}x" if base else "-",
+                "speed-up vs float32": f"{base.median / t.median:.2f}x" if base else "-",
             }
         )
     result = pd.DataFrame(rows).set_index(["mode", "threads"])

@@ -16,7 +16,8 @@ PRODUCTS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum")
 
 
 def check_towers(fn: Any, batch: Any, log: Any) -> Feedback:
-    """Exercise (04): calls ``fn(batch)`` through ``log.run`` (the notebook's placement log) and
+    """Exercise (04): calls a fresh copy of ``fn`` on ``batch`` through ``log.run`` (the notebook's
+    placement log, which sees a tf.function's first call only) and
     checks that it is a ``tf.function`` whose two towers each take part of the batch, pinned to
     ``CPU:2`` and ``CPU:3``, summed by an ``add_n`` pinned to ``CPU:0``, giving ``batch^T batch``.
     The learner's exceptions come back as feedback."""
@@ -25,7 +26,8 @@ def check_towers(fn: Any, batch: Any, log: Any) -> Feedback:
     if not callable(getattr(log, "run", None)):
         return not_yet("pass the notebook's placement log, log, as the third argument.")
     try:
-        result, table = log.run(lambda: fn(batch))
+        call = _fresh_copy(fn)
+        result, table = log.run(lambda: call(batch))
     except Exception as exc:  # the learner's code: report it, do not let it escape
         return not_yet(f"calling my_towers(batch) raised {type(exc).__name__}: {_first_line(exc)}")
     feedback = _judge_run(result, table, batch)
@@ -33,6 +35,14 @@ def check_towers(fn: Any, batch: Any, log: Any) -> Feedback:
         return feedback
     graph = _judge_graph(fn, batch)  # a Feedback that is "not yet" is falsy: test for None
     return feedback if graph is None else graph
+
+
+def _fresh_copy(fn: Any) -> Any:
+    """A ``tf.function``'s copy with the same options (``jit_compile``, ...) and no traces, so that
+    the log sees a first call even where my_towers ran before (a ``tf.function`` is placed once
+    per trace); anything else as it is."""
+    clone = getattr(fn, "_clone", None)  # tf.function's own copy (private in TensorFlow 2.21)
+    return clone(None) if callable(clone) and hasattr(fn, "python_function") else fn
 
 
 def _first_line(exc: BaseException) -> str:
@@ -92,10 +102,12 @@ def _judge_run(result: Any, table: Any, batch: Any) -> Feedback:
     if not hasattr(result, "shape"):
         got = "nothing" if result is None else f"a {type(result).__name__}, not a tensor"
         return not_yet(f"my_towers returned {got}: return the tf.add_n of the two towers.")
-    if table["kernel"].astype(str).str.startswith("__inference").all():  # no op placed anew
+    if table["type"].astype(str).str.startswith("__inference").all():  # no op placed anew
         return not_yet(
-            "the log recorded no ops: a tf.function logs where its ops run on its first call "
-            "only. Rerun the cell that defines my_towers, so that the check makes its first call."
+            "the log recorded no ops placed. A tf.function logs where its ops run on its first "
+            "call only (if my_towers wraps one you called before, rerun the cell that defines "
+            "it), and one compiled with XLA (jit_compile=True) logs none: its ops run as one "
+            "compiled cluster, not as towers pinned op by op, so leave jit_compile off."
         )
     try:
         want = tf.matmul(batch, batch, transpose_a=True)
@@ -115,7 +127,7 @@ def _judge_run(result: Any, table: Any, batch: Any) -> Feedback:
         )
     matmuls = sorted({d for kind in PRODUCTS for d in devices_used(table, kind)})
     sums = devices_used(table, "AddN")
-    if not table["kernel"].astype(str).str.startswith("__inference").any():
+    if not table["type"].astype(str).str.startswith("__inference").any():
         return not_yet(
             "the ops ran eagerly: make my_towers a tf.function (@tf.function above its def)."
         )

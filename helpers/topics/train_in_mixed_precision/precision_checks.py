@@ -148,7 +148,8 @@ def check_scaled_step(step: Callable[..., Any]) -> Feedback:
                     "with optimizer.apply, which divides by it"
                 )
             return not_yet(
-                f"with x = {value:g}, w moved by {moved:.6g}, expected {expected:.6g}{hint}"
+                f"with x = {value:g}, w moved by {moved:.6g}, expected {expected:.6g} (the "
+                f"check's optimizer: SGD, learning rate 1000){hint}"
             )
     return correct(
         "w moved by SGD's update both for a gradient too small for float16 and for an ordinary one"

@@ -78,7 +78,7 @@ def test_fold_onednn_gives_the_same_table_with_onednn_on_and_off():
 
 
 def test_parse_nothing():
-    assert list(fdlog.parse_placement("hello\nworld").columns) == ["op", "kernel", "device"]
+    assert list(fdlog.parse_placement("hello\nworld").columns) == ["op", "type", "device"]
     assert fdlog.parse_placement("").empty
 
 
@@ -230,7 +230,7 @@ def test_check_pinned_and_result_device():
             ("MatMul", "MatMul", "CPU:1"),
             ("__inference_my_pinned", "__inference_my_pinned", "CPU:0"),
         ],
-        columns=["op", "kernel", "device"],
+        columns=["op", "type", "device"],
     )
     assert placement.check_pinned(table)
     assert "ran eagerly" in repr(placement.check_pinned(table.iloc[[0]]))

@@ -25,7 +25,7 @@ def _read(result, rows):
         "strings": tf.strings.as_string(want),
         "nan": want * float("nan"),
     }[result]
-    table = pd.DataFrame(rows, columns=["op", "kernel", "device"])
+    table = pd.DataFrame(rows, columns=["op", "type", "device"])
     return towers._judge_run(answer, table, batch)
 
 
