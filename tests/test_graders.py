@@ -2035,7 +2035,7 @@ def _strict_answers():
         before = tf.config.get_soft_device_placement()
         tf.config.set_soft_device_placement(False)
         try:
-            with tf.device("/GPU:7"):
+            with tf.device("/GPU:99"):
                 return tf.matmul(a, a)
         finally:
             tf.config.set_soft_device_placement(before)
@@ -2047,7 +2047,7 @@ def _strict_answers():
 
             @tf.function
             def on_gpu7():
-                with tf.device("/device:GPU:7"):
+                with tf.device("/device:GPU:99"):
                     return tf.matmul(a, a)
 
             return on_gpu7()
@@ -2064,16 +2064,16 @@ def _strict_answers():
             tf.config.set_soft_device_placement(before)
 
     def with_a_context_manager():
-        with hard_placement(), tf.device("/job:localhost/replica:0/task:0/device:GPU:7"):
+        with hard_placement(), tf.device("/job:localhost/replica:0/task:0/device:GPU:99"):
             return tf.matmul(a, a)
 
     def soft_placement_left_on():
-        with tf.device("/GPU:7"):
+        with tf.device("/GPU:99"):
             return tf.matmul(a, a)
 
     def no_finally():
         tf.config.set_soft_device_placement(False)
-        with tf.device("/GPU:7"):
+        with tf.device("/GPU:99"):
             result = tf.matmul(a, a)
         tf.config.set_soft_device_placement(True)
         return result
@@ -2081,7 +2081,7 @@ def _strict_answers():
     def hard_coded_restore():  # restores True, not what it found
         tf.config.set_soft_device_placement(False)
         try:
-            with tf.device("/GPU:7"):
+            with tf.device("/GPU:99"):
                 return tf.matmul(a, a)
         finally:
             tf.config.set_soft_device_placement(True)
@@ -2100,7 +2100,7 @@ def _strict_answers():
         before = tf.config.get_soft_device_placement()
         tf.config.set_soft_device_placement(False)
         try:
-            with tf.device("/GPU:7"):
+            with tf.device("/GPU:99"):
                 return tf.matmul(a, a)
         except tf.errors.InvalidArgumentError as error:
             return str(error)
@@ -2109,7 +2109,7 @@ def _strict_answers():
 
     def tf1_session():  # the TF1 form: a graph and a session that does not allow soft placement
         graph = tf.Graph()
-        with graph.as_default(), tf.device("/GPU:7"):
+        with graph.as_default(), tf.device("/GPU:99"):
             y = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))
         config = tf.compat.v1.ConfigProto(allow_soft_placement=False)
         with tf.compat.v1.Session(graph=graph, config=config) as session:
@@ -2125,14 +2125,14 @@ def _strict_answers():
     def own_error():
         if (
             len(tf.config.list_physical_devices("GPU")) < 8
-        ):  # no GPU:7 (the test machines have none)
+        ):  # no GPU:99 (the test machines have none)
             raise RuntimeError("no GPU here")
         return tf.matmul(a, a)
 
     return [
         ("stub", lambda: None, False, "no error reached the caller"),
         ("solution", solution, True, "failed loudly"),
-        ("in a tf.function, /device:GPU:7", in_a_tf_function, True, "failed loudly"),
+        ("in a tf.function, /device:GPU:99", in_a_tf_function, True, "failed loudly"),
         ("a context manager, the full device name", with_a_context_manager, True, "failed loudly"),
         (
             "soft placement left on (the warned mistake)",

@@ -67,7 +67,7 @@ def _one_call(fn: Any, start: bool) -> Any:
         return not_yet(f"it raised {type(exc).__name__}, not the placement error: {_said(exc)}")
     return not_yet(
         "no error reached the caller, so nothing refused the missing device: inside it, switch "
-        'soft placement off and run the matmul under tf.device("/GPU:7"), and let the error out '
+        'soft placement off and run the matmul under tf.device("/GPU:99"), and let the error out '
         "(do not catch it)."
     )
 

@@ -199,7 +199,8 @@ def sweep_figure(table: Any, title: str = "") -> Any:
         ax.plot(table.index, table[column], "o-", color=colour)
         ax.set_xscale("log", base=2)
         ax.set_xticks(list(table.index), [str(b) for b in table.index])
-        ax.set_xlabel("batch size")
+        ax.set_xlabel("batch size (log scale)")
+        ax.set_ylim(bottom=0)  # from zero: a cut-off axis makes a small gain look steep
         ax.set_title(column, fontsize=10)
         ax.grid(alpha=0.3)
     if title:

@@ -284,7 +284,8 @@ def test_batch_sweep_table_figure_and_summary():
         and (table["ms per batch"] > 0).all()
     )
     assert precision.sweep_summary(table).startswith("most images/s at batch")
-    assert len(precision.sweep_figure(table, "t").axes) == 2
+    axes = precision.sweep_figure(table, "t").axes
+    assert len(axes) == 2 and all(ax.get_ylim()[0] == 0 for ax in axes)  # from zero
     with pytest.raises(ValueError, match="at most images"):
         precision.batch_sweep((16,), images=8)
 
