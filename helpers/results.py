@@ -33,7 +33,9 @@ LOAD_FIELDS = ("load_at_start", "load_at_end")  # os.getloadavg(): 1, 5 and 15 m
 KINDS = {
     "speed-up": "baseline time / variant time: above 1 the variant is faster",
     "size ratio": "baseline size / variant size (bytes): above 1 the variant is smaller",
-    "share of bound": "the variant's speed as a share of the bound the baseline sets: at most 1",
+    "share of bound": (
+        "the variant's speed as a share of the bound the baseline sets: at most 1 in principle"
+    ),
 }
 
 

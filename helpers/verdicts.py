@@ -60,6 +60,16 @@ def outcome(low: float, high: float, speedup: float = 1.0) -> str:
     return "faster" if low > 1.0 else "slower"
 
 
+def _two(value: float) -> str:
+    """A ratio to two decimals, or up to six where two would print 1.00 for a ratio that is not 1:
+    a "faster" line whose low end is 1.0015 must not read "1.00", which looks like an overlap."""
+    for digits in (2, 3, 4, 5, 6):
+        text = f"{value:.{digits}f}"
+        if value == 1.0 or float(text) != 1.0:
+            break
+    return text
+
+
 def verdict(
     table: Any,
     variant: str | None = None,
@@ -97,7 +107,7 @@ def verdict(
         if expect is None:
             return line
         return f"{line} Expected here: {_wanted(variant, base_name, expect)}{because}; not judged."
-    spread = f"quartile ratios {low:.2f}-{high:.2f}x, {repeats} runs each"
+    spread = f"quartile ratios {_two(low)}-{_two(high)}x, {repeats} runs each"
     seen = outcome(low, high, speedup)
     if seen == "no clear difference":
         why_not = (
@@ -113,7 +123,7 @@ def verdict(
     else:  # the spread as slow-downs too, so that both ends read the same way as the median
         line = (
             f"{variant} is {1 / speedup:.2f}x slower than {base_name} "
-            f"(quartile ratios {1 / high:.2f}-{1 / low:.2f}x, {repeats} runs each)."
+            f"(quartile ratios {_two(1 / high)}-{_two(1 / low)}x, {repeats} runs each)."
         )
     if expect is None:
         return line

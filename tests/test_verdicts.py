@@ -132,3 +132,12 @@ def test_slow_runs_counts_each_rows_slow_group():
         verdicts.slow_runs(table, factor=1)
     with pytest.raises(ValueError, match="what timing.compare returns"):
         verdicts.slow_runs(pd.DataFrame({"median_s": [1.0]}))
+
+
+def test_a_clear_lead_never_prints_an_end_of_1_00():
+    # A low end of 1.0015 is a lead, and printed as "1.00" it reads as an overlap (notebook 10).
+    line = verdicts.verdict(_table(base=(1.10165,) * 3, var=(1.0, 1.0, 1.2)))
+    assert "faster" in line and "quartile ratios 1.00-" not in line, line
+    assert "quartile ratios 1.001-" in line or "quartile ratios 1.002-" in line, line
+    line = verdicts.verdict(_table(base=(1.0, 1.0, 1.2), var=(1.10165,) * 3))
+    assert "slower" in line and "-1.00x" not in line and "1.00-" not in line, line

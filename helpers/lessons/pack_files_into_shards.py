@@ -79,7 +79,7 @@ def write_shard_safely(path, images, labels, encoding="raw", gzip=False):
         write_shard(tmp, images, labels, encoding, gzip)
         os.replace(tmp, path)  # atomic within one file system
     finally:
-        Path(tmp).unlink(missing_ok=True)  # left only if the write failed
+        Path(tmp).unlink(missing_ok=True)  # the write failed: remove its partial file (after a success it was already moved)
 
 
 from helpers import checks

@@ -54,7 +54,8 @@ def profile_steps(model, dataset, steps, logdir):
 TRIAL_PROGRAM = '''\
 """Train a job file's model under one set of settings for a warm-up epoch and --epochs timed
 epochs; print the seconds per epoch and the last epoch's loss as one JSON line. The tuner runs one
-per trial, each in a fresh process. Written to data/generated/16/, from the repository root:
+per run of a trial, each a fresh process, from its own copy in a temporary folder; notebook 16 also
+writes it to data/generated/16/. From the repository root:
     .venv/bin/python data/generated/16/tune_trial.py jobs/capstone_naive.py --settings '{"jit_compile": true}'
 oneDNN is chosen before TensorFlow loads, by the environment: TF_ENABLE_ONEDNN_OPTS=0 (off) or 1.
 """

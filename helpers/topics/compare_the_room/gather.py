@@ -93,12 +93,21 @@ def both_ways(results: Sequence[Result]) -> list[str]:
         down = [r.label for r in results if row[r.label] < 1 / (1 + MIN_EFFECT)]
         if i in judged or not (up and down):
             continue
-        single = [
-            n for n in up + down if one_run(next(r for r in results if r.label == n).records[i])
-        ]
-        why = f"a single run a side on {', '.join(single)}" if single else "spreads cross 1x"
+        single = [n for n in up + down if one_run(_record(results, n, i))]
+        spreads = {n: _record(results, n, i)["spread"] for n in up + down}
+        crossing = [n for n, (low, high) in spreads.items() if low <= 1 <= high]  # no side there
+        why = (
+            f"a single run a side on {', '.join(single)}"
+            if single
+            else f"the spread crosses 1x on {', '.join(crossing)}"
+        )
         lines.append(f"{i}: faster on {', '.join(up)}; slower on {', '.join(down)} ({why})")
     return lines
+
+
+def _record(results: Sequence[Result], label: str, comparison: str) -> dict[str, Any]:
+    """The record of ``comparison`` on the machine called ``label``."""
+    return next(r for r in results if r.label == label).records[comparison]
 
 
 def missing(results: Sequence[Result]) -> list[str]:

@@ -12,6 +12,7 @@ and refuses to run when the estimate is above a safe fraction of the memory avai
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -25,6 +26,7 @@ from helpers.timing import ProgressFn
 # its child program (EMBEDDING_CHILD) imports MemoryGuardError, estimate_peak and guard from here.
 from helpers.topics.keep_arrays_out_of_graphs.memory_guard import (
     MIB,
+    SAFE_FRACTION,
     array_bytes,
     estimate_peak,
     guard,
@@ -86,6 +88,8 @@ def tf2_table(three_functions: Any, array: Any) -> Any:
 
     guard(estimate_peak("function", array.nbytes), "Embedding the array in a tf.function")
     tensor, x = tf.constant(array), tf.zeros(array.shape)
+    tf.reduce_sum(x + tensor)  # every first call makes x + array, an array's size: made once here,
+    # its memory is reused by each row's, so a row's rise is what its graph holds, not the result
     names = ("embedded constant", "tensor argument", "captured tensor")
     rows = []
     for k in (1, 2, 0):  # smallest first: memory the embedded call frees would hide the others'
@@ -142,6 +146,14 @@ def over_2gb_view() -> Any:
 def _steps(n_ops: int) -> list[int]:
     whole_number("n_ops", n_ops)
     return sorted({max(1, n_ops * k // 4) for k in range(1, 5)})
+
+
+@checks.arguments(n_ops=checks.whole(1, 100_000))
+def experiment_needs(mib: float = 4, n_ops: int = 20) -> int:
+    """The bytes of available memory ``embedding_experiment(mib, n_ops)`` asks for before its child
+    starts: the guard's estimate of the child's peak over the fraction it allows (``guard``)."""
+    estimate = sum(estimate_peak("tf1_graph", array_bytes(mib), n) for n in _steps(n_ops))
+    return math.ceil(estimate / SAFE_FRACTION)
 
 
 def embedding_experiment(

@@ -99,12 +99,21 @@ def cold_summary(warm: Any, cold: Any, file_bytes: dict[str, int], disk: Sequenc
         bound = (
             "near the disk's rate: this reader is likely I/O-bound here"
             if moved >= 0.5 * rate
-            else "far below the disk's rate: "
-            "not held back by its throughput but by per-file or CPU work"
+            else "below half the disk's rate: not held back by its throughput but by work per "
+            + ("file" if "files" in name else "record")  # "PNG files": a file per image
+            + ", or the CPU"
+        )
+        latency = (  # the disk's throughput aside, what reading from it cost: its latency
+            f"; reading from the disk added {slower - 1:.0%} to the warm time (its latency)"
+            if slower > 1.1
+            else "; faster cold than warm: the warm passes spread wide (compare the warm row's "
+            "min and median), so read this ratio as noise"
+            if slower < 0.9
+            else ""
         )
         lines.append(
             f"{name}: {moved:,.1f} MB/s cold, {moved / rate:.0%} of the disk's {rate:,.0f} MB/s, "
-            f"{slower:.2f}x the warm time; {bound}."
+            f"{slower:.2f}x the warm time; {bound}{latency}."
         )
     return "\n".join(lines)
 
@@ -119,10 +128,20 @@ def sizes_summary(sizes: Any, disk: Sequence[float] | None) -> str:
         return f"Read warm (no cold reads on this system): {rates}."
     rate = float(np.median(disk))
     best = sizes["MB_per_s"].idxmax()
+    share = sizes.loc[best, "MB_per_s"] / rate
+    reading = (  # notebook 06's rule: at least half the disk's rate is "near" it
+        "near it (at least half): the disk's throughput is likely what limits it"
+        if share >= 0.6
+        else "about half of it: too close to the line to say whether the disk's throughput or "
+        "the work per record and per file held it back"
+        if share >= 0.4
+        else "below half of it: the work per record and per file held it back more than the "
+        "disk's throughput"
+    )
     return (
         f"Read cold: {rates}; the fastest, {best}, "
-        f"reached {sizes.loc[best, 'MB_per_s'] / rate:.0%} of the disk's "
-        f"{rate:,.0f} MB/s sequential rate measured above."
+        f"reached {share:.0%} of the disk's {rate:,.0f} MB/s sequential rate measured above, "
+        f"{reading}."
     )
 
 

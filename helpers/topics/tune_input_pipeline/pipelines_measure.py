@@ -142,8 +142,8 @@ def bound_verdict(table: Any) -> str:
     busy = [table.loc[run].get("cpu_mean") for run in ("data only", "compute only")]
     assumption = (
         " That limit assumes that data only and compute only each kept every core busy; "
-        f"they kept the CPU {busy[0]:.0f}% and {busy[1]:.0f}% busy: cores they left idle are "
-        "room for end to end to pass the limit."
+        f"the CPU was {busy[0]:.0f}% and {busy[1]:.0f}% busy during them (every process on the "
+        "machine counts): cores left idle are room for end to end to pass the limit."
         if all(isinstance(b, int | float) and b == b for b in busy)
         else ""
     )

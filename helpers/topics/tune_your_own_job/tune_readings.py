@@ -155,18 +155,25 @@ def _spread_caveat(table: Any, data: float, compute: float, both: float) -> str:
         d, c, b = rates["data only"], rates["compute only"], rates["end to end"]
         return d < c, _overlap_case(b, d, c)
 
-    crossed = []
+    crossed, bound_flips = [], False
     for key, name in sides.items():
         t = timings.get(key)
         if t is None or not t.items:
             continue
         slow, fast = t.items / t.q3, t.items / t.q1
-        if {reading({**medians, key: rate}) for rate in (slow, fast)} != {reading(medians)}:
+        readings = {reading({**medians, key: rate}) for rate in (slow, fast)}
+        if readings != {reading(medians)}:
             crossed.append(f"{name}'s quartiles span {slow:,.0f} to {fast:,.0f}/s")
+            bound_flips |= any(bound != reading(medians)[0] for bound, _ in readings)
     if not crossed:
         return ""
+    which = (
+        "which side is the slower one"
+        if bound_flips
+        else "not which side is the slower one, but whether the two overlap or take turns"
+    )
     return (
         f" But {' and '.join(crossed)}, across a line between these readings (times that jumped "
-        "between levels): on this run the reading could fall either way, so rerun it, or let "
+        f"between levels): on this run {which} could read either way, so rerun it, or let "
         "the trials below decide."
     )

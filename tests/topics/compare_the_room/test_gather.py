@@ -9,6 +9,8 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -341,14 +343,21 @@ def test_label_of_names_a_file_as_the_room_table_does(tmp_path):
     assert gather.label_of(tmp_path / "team" / "carol" / "bench.json", tmp_path) == "team/carol"
 
 
+def _bob_reads(tmp_path: Path, real_result: Any, **record: Any) -> tuple[list[Any], dict]:
+    """The example room with bob's first record changed; the gathered results and bob's file."""
+    room(tmp_path, real_result)
+    data = json.loads((tmp_path / "bob" / "bench.json").read_text())
+    data["comparisons"][0].update(record)
+    (tmp_path / "bob" / "bench.json").write_text(json.dumps(data))
+    return gather.load(tmp_path)[0], data
+
+
 def test_a_record_of_one_process_a_side_is_a_single_run(tmp_path, real_result):
     # Repeats inside one process differ less than two processes do: a record whose params say one
     # round (one fresh process a side) has no spread worth judging, whatever its repeats.
-    room(tmp_path, real_result)
-    data = json.loads((tmp_path / "bob" / "bench.json").read_text())
-    data["comparisons"][0].update(speedup=0.5, spread=[0.45, 0.55], repeats=5, params={"rounds": 1})
-    (tmp_path / "bob" / "bench.json").write_text(json.dumps(data))
-    results, _ = gather.load(tmp_path)
+    results, data = _bob_reads(
+        tmp_path, real_result, speedup=0.5, spread=[0.45, 0.55], repeats=5, params={"rounds": 1}
+    )
     assert gather.disagreements(results) == []
     assert gather.both_ways(results) == [
         "fake.slow_vs_fast: faster on alice, carol; slower on bob (a single run a side on bob)"
@@ -373,3 +382,14 @@ def test_two_files_with_one_name_are_both_gathered_under_their_paths(tmp_path, r
     assert gather.main(tmp_path) == 0  # the table has a column for each
     summary = gather.room_summary(gather.room_table(tmp_path))
     assert "notes: " in summary and "sent twice" in summary  # the notes named, not counted
+
+
+def test_medians_both_ways_name_where_the_spread_crosses_1x(tmp_path, real_result):
+    # One machine's spread across 1x leaves a row unjudged: the reason names that machine only.
+    results, _ = _bob_reads(
+        tmp_path, real_result, speedup=0.8, spread=[0.6, 1.1], repeats=5, params={"rounds": 3}
+    )
+    assert gather.disagreements(results) == []
+    assert gather.both_ways(results) == [
+        "fake.slow_vs_fast: faster on alice, carol; slower on bob (the spread crosses 1x on bob)"
+    ]

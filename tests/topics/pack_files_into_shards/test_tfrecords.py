@@ -313,9 +313,13 @@ def test_disk_and_cold_summaries_read_the_numbers():
         and "likely I/O-bound" in text
     )
     assert (
-        "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; far below"
-        in text
+        "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; below half "
+        "the disk's rate: not held back by its throughput but by work per file, or the CPU; "
+        "reading from the disk added 56% to the warm time (its latency)." in text
     )
+    assert "1 shard, PNG records: " in text and "by work per record, or the CPU" in text
+    assert "added" not in shard_reading.cold_summary(warm, warm, sizes, [1_000.0])  # cold = warm
+    assert "read this ratio as noise" in shard_reading.cold_summary(cold, warm, sizes, [150.0])
     same = shard_reading.cold_summary(warm, warm, sizes, [1_000.0])
     assert (
         "shows no clear change between cold and warm reads (quartile ratios 1.14-1.26x cold" in same
@@ -471,6 +475,10 @@ def test_sizes_and_shares_summaries():
     )
     text = shard_reading.sizes_summary(sizes, [1000.0, 1200.0, 1100.0])
     assert "the fastest, big, one file at a time, reached 55% of the disk's 1,100 MB/s" in text
+    assert "about half of it: too close to the line" in text  # 55 %
+    slow = shard_reading.sizes_summary(sizes, [1800.0])  # 33 %: below the notebook's "near"
+    assert "reached 33% of the disk's 1,800 MB/s" in slow and "below half of it" in slow
+    assert "near it (at least half)" in shard_reading.sizes_summary(sizes, [900.0])  # 67 %
     assert shard_reading.sizes_summary(sizes, None).startswith("Read warm")
     shares = pd.DataFrame(
         [

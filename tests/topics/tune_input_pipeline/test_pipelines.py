@@ -240,7 +240,7 @@ def test_bound_verdict_reads_the_three_throughputs():
     )
     assert fed.endswith("the most to expect is 75% of the bound.")  # 1 / (1/3000 + 1/1000) = 750
     sampled = pipelines.bound_verdict(table(3000, 1000, 700, busy=(97.0, 62.4)))
-    assert "they kept the CPU 97% and 62% busy" in sampled
+    assert "the CPU was 97% and 62% busy during them" in sampled
     assert pipelines.bound_verdict(table(500, 1000, 400)).startswith(
         "Input-bound: the pipeline alone gives 500 img/s"
     )
