@@ -422,6 +422,9 @@ def _slower_reruns(first: dict[str, dict[int, float]], second: dict[str, list]) 
                 lines.append(f"  {name} Cell {number}: {again:.1f} s against {once:.1f} s")
     if lines:
         lines.insert(
-            0, f"slower on the second run (by {SLOWER_RERUN_S:g} s or more, and twice as long):"
+            0,
+            f"slower on the second run (by {SLOWER_RERUN_S:g} s or more, and twice as long; a "
+            "cell that drops tf.data iterators made a minute or more before can wait up to 60 s "
+            "for their autotuning threads: docs/test-times.md):",
         )
     return lines

@@ -103,7 +103,9 @@ def test_summary_names_a_cell_far_slower_on_its_second_run():
     )
     conftest.pytest_terminal_summary(reporter)
     slower = reporter.lines.index(
-        f"slower on the second run (by {conftest.SLOWER_RERUN_S:g} s or more, and twice as long):"
+        f"slower on the second run (by {conftest.SLOWER_RERUN_S:g} s or more, and twice as long; "
+        "a cell that drops tf.data iterators made a minute or more before can wait up to 60 s for "
+        "their autotuning threads: docs/test-times.md):"
     )
     # Cell 2 against nbval's 10 s, not the 30 s of its call; Cell 1 (skipped) and Cell 0 not named.
     assert reporter.lines[slower + 1 :] == ["  13_c.ipynb Cell 2: 25.0 s against 10.0 s"]
@@ -138,7 +140,9 @@ def test_slower_reruns_names_cells_10_s_slower_and_twice_as_long(monkeypatch):
     # 38: 39 s later; 36: 10.5 s later but not twice as long; 39: 9.9 s later; 07's Cell 1: no
     # first time known.
     assert lines == [
-        "slower on the second run (by 10 s or more, and twice as long):",
+        "slower on the second run (by 10 s or more, and twice as long; a cell that drops tf.data "
+        "iterators made a minute or more before can wait up to 60 s for their autotuning threads: "
+        "docs/test-times.md):",
         "  13.ipynb Cell 38: 39.1 s against 0.1 s",
     ]
     assert conftest._slower_reruns(first, {"13.ipynb": [None] * 39}) == []
