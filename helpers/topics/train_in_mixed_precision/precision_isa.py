@@ -118,7 +118,7 @@ def isa_table(
                 "policy": policy,
                 "images/s": round(images / t.median),
                 "q1-q3 images/s": f"{images / t.q3:.0f}-{images / t.q1:.0f}",
-                "vs float32": f"{base.median / t.median:.2f}x" if base else "-",
+                "speed-up vs float32": f"{base.median / t.median:.2f}x" if base else "-",
             }
         )
     table = pd.DataFrame(rows).set_index(["ONEDNN_MAX_CPU_ISA", "policy"])

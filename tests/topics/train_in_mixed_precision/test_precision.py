@@ -299,7 +299,7 @@ def test_child_runs_in_a_fresh_process_and_reports_kernels():
     # TensorFlow's own Conv2D kernel runs and oneDNN's log holds at most its matmuls (gemm_api).
     assert ("convolution" in primitives) == env.onednn_enabled(), (env.onednn_status(), primitives)
     table = precision.isa_table(("float32",), ("",), rounds=1, batch=2, size=8, steps=1, repeats=1)
-    assert table.loc[("(all the CPU has)", "float32"), "vs float32"] == "1.00x"
+    assert table.loc[("(all the CPU has)", "float32"), "speed-up vs float32"] == "1.00x"
     with pytest.raises(ValueError, match="isa must be one of"):
         precision.run_child("float32", isa="SSE9")
     with pytest.raises(ValueError, match="policy must be one of"):
