@@ -250,3 +250,16 @@ def test_without_warnings_keeps_the_results_and_drops_the_retracing_warning(capl
         sums = [float(variants["embedded constant"]()) for _ in range(6)]
     assert len(set(sums)) == 1 and not retracing_warnings()  # ...and not through the wrapper
     assert tf.get_logger().propagate  # put back as it was
+
+
+def test_experiment_needs_is_what_the_experiments_guard_asks_for():
+    # Twice the guard's estimate of the child's peak, summed over the graphs it builds in turn.
+    steps = (5, 10, 15, 20)  # what embedding_experiment builds for n_ops=20
+    estimate = sum(memory.estimate_peak("tf1_graph", memory.array_bytes(4), n) for n in steps)
+    assert memory.experiment_needs(4, 20) == 2 * estimate == 2400 * memory.MIB
+    with pytest.raises(memory.MemoryGuardError):  # the experiment refuses where the need exceeds it
+        memory.guard(
+            memory.experiment_needs(4, 20) // 2, "x", available=memory.experiment_needs(4, 20) - 1
+        )
+    with pytest.raises(ValueError):
+        memory.experiment_needs(0, 20)

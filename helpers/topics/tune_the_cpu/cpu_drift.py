@@ -1,0 +1,54 @@
+"""Notebook 10's drift reading: one setting timed again in several sections (each a sweep of fresh
+processes), set beside the leads and losses those sections' sweeps measured against it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from helpers import checks, verdicts
+
+
+@checks.arguments(openmp_loaded=checks.flag)
+def drift_reading(
+    same: Mapping[str, float],
+    sweeps: Mapping[str, Any],
+    workload: str = "conv_step",
+    openmp_loaded: bool = True,
+) -> str:
+    """``same``: one setting's median (ms) in each section that timed it; ``sweeps``: those
+    sections' tables (``cputune.sweep``), whose first row per workload is that setting. One line
+    per median, then the medians' spread and the leads or losses of more than
+    ``verdicts.MIN_EFFECT`` that are no larger than it (they may be that drift, not the setting).
+    ``openmp_loaded`` False: no child loaded an OpenMP runtime, so a larger gap in the OpenMP
+    section has nothing to act on."""
+    if len(same) < 2 or not all(ms > 0 for ms in same.values()):
+        raise ValueError(f"same must hold two medians or more, each above 0 ms, got {dict(same)}")
+    lines = [f"{where:<36} {ms:5.2f} ms" for where, ms in same.items()]
+    drift = max(same.values()) / min(same.values())
+    leads = []
+    for table in sweeps.values():
+        part = table[table["workload"] == workload].set_index("setting")
+        ratios = part.iloc[0]["median_ms"] / part["median_ms"]  # above 1: faster than the setting
+        for name, r in ratios.iloc[1:].items():
+            if abs(r - 1) > verdicts.MIN_EFFECT and max(r, 1 / r) <= drift:
+                leads.append(f"'{name}' {max(r, 1 / r):.2f}x {'faster' if r > 1 else 'slower'}")
+    lines.append(
+        f"The default setting's {workload} medians lie up to {drift:.2f}x apart across the "
+        f"{len(same)} sections (one setting, separate processes). "
+        + (
+            f"{workload}'s leads or losses no larger than that may be this drift, not the "
+            f"setting: {'; '.join(leads)}. "
+            if leads
+            else f"No {workload} lead or loss is as small as that drift. "
+        )
+        + "Three medians are a small sample of the drift: rerun a sweep (section 7) before you "
+        "credit a larger gap"
+        + (
+            "."
+            if openmp_loaded
+            else ", above all in section 4, where no process loaded an OpenMP runtime for the "
+            "variables to act on."
+        )
+    )
+    return "\n".join(lines)
