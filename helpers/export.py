@@ -12,6 +12,15 @@ as d2l does with ``#@save`` and nbdev with ``#|export``.
 An exported cell holds only imports, definitions and assignments, so that importing the
 generated module runs no lesson and prints nothing. ``tests/test_export.py`` fails when a
 generated module differs from what its notebook would export.
+
+The workbook's argument checks (``helpers.checks``) are plumbing, not lesson, so a cell names them
+in a comment that a reader's copy can keep or drop, right above the ``def`` it guards:
+
+    #| checks: batch=whole(1, 65_536), seed=seed
+    def python_batches(paths, batch=64, seed=0):
+
+and the generated module gets ``@checks.arguments(batch=checks.whole(1, 65_536), seed=checks.seed)``
+in its place. Several such lines in a row are one list; the names are ``helpers.checks``' own.
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = Path(__file__).resolve().parent / "lessons"
 MARKER = "#| export"
+#: A line naming the argument checks of the ``def`` below it (see the module docstring).
+CHECKS_LINE = re.compile(r"^(?P<indent>[ \t]*)#\| checks:(?P<spec>.*)$")
+DEF_LINE = re.compile(r"^(async\s+)?def\s|^@")
 NOTEBOOK_NAME = re.compile(r"^\d{2}_(?P<slug>[a-z][a-z0-9_]*)\.ipynb$")
 #: Top-level statements an exported cell may hold: nothing that runs a lesson at import time.
 ALLOWED = (
@@ -90,8 +102,80 @@ def exported_cells(nb: Any, where: str = "the notebook") -> list[tuple[int, str]
                     f"definitions and assignments; found {type(node).__name__}. Move it to a cell "
                     "of its own."
                 )
-        found.append((index, body.rstrip() + "\n"))
+        found.append((index, _with_checks(body, here, first_line=2).rstrip() + "\n"))
     return found
+
+
+def _with_checks(body: str, where: str = "the cell", first_line: int = 1) -> str:
+    """``body`` with each run of ``#| checks:`` lines turned into the ``@checks.arguments(...)``
+    decorator it names. An ``ExportError`` says what is wrong with one that names nothing, a name
+    ``helpers.checks`` lacks, a parameter the function lacks, or no ``def`` below it; its line
+    number counts ``first_line`` for the body's first line."""
+    lines, out, index = body.split("\n"), [], 0
+    while index < len(lines):
+        match = CHECKS_LINE.match(lines[index])
+        if not match:
+            out.append(lines[index])
+            index += 1
+            continue
+        indent, specs, first = match["indent"], [], index
+        while index < len(lines) and (match := CHECKS_LINE.match(lines[index])):
+            specs.append(match["spec"].strip().rstrip(","))
+            index += 1
+        here = f"{where}, line {first + first_line}"
+        following = lines[index] if index < len(lines) else ""
+        if not (following.startswith(indent) and DEF_LINE.match(following[len(indent) :])):
+            raise ExportError(f"{here}: a '#| checks:' line must stand right above a def")
+        out.append(f"{indent}@checks.arguments({_qualified(', '.join(specs), here)})")
+    text = "\n".join(out)
+    for node in ast.walk(ast.parse(text)) if text != body else ():
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            named = {k.arg for d in node.decorator_list if _is_checks(d) for k in d.keywords}
+            params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+            if named - params:
+                raise ExportError(
+                    f"{where}: '#| checks:' names {sorted(named - params)}, which {node.name}() "
+                    "does not take"
+                )
+    return text
+
+
+def _qualified(spec: str, where: str) -> str:
+    """``"batch=whole(1, 65_536)"`` -> ``"batch=checks.whole(1, 65_536)"``, spelled as written."""
+    from helpers import checks
+
+    try:
+        call = ast.parse(f"f({spec})", mode="eval").body
+    except SyntaxError as exc:
+        raise ExportError(
+            f"{where}: '#| checks: {spec}' is not name=check, ...: {exc.msg}"
+        ) from exc
+    assert isinstance(call, ast.Call)
+    if call.args or not call.keywords or any(k.arg is None for k in call.keywords):
+        raise ExportError(f"{where}: '#| checks:' takes name=check pairs, e.g. batch=whole(1, 64)")
+    raw, offsets = spec.encode(), []
+    for node in ast.walk(call):
+        if isinstance(node, ast.Name) and node is not call.func:
+            if node.id.startswith("_") or not hasattr(checks, node.id):
+                raise ExportError(
+                    f"{where}: '#| checks:' names {node.id!r}, which helpers.checks does not "
+                    "define (write whole(1, 64), not checks.whole(1, 64))"
+                )
+            offsets.append(node.col_offset - 2)  # the offset counts the "f(" put in front
+    for offset in sorted(offsets, reverse=True):
+        raw = raw[:offset] + b"checks." + raw[offset:]
+    return raw.decode()
+
+
+def _is_checks(node: ast.expr) -> bool:
+    """Whether a decorator is ``@checks.arguments(...)``."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "arguments"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "checks"
+    )
 
 
 def render(notebook: Path) -> str | None:
@@ -112,6 +196,10 @@ def render(notebook: Path) -> str | None:
         "Generated by ``make export`` (``python -m helpers.export``). Do not edit: change the\n"
         'notebook, then run ``make export``.\n"""\n'
     ]
+    if any("@checks.arguments(" in body for _, body in cells):
+        parts.append(
+            "\nfrom helpers import checks  # the argument checks the cells name above their defs\n"
+        )
     for _, body in cells:
         parts.append(f"\n\n{body}")
     return "".join(parts)

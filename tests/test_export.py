@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,63 @@ def test_refuses_cells_that_are_not_what_the_reader_saw_or_run_at_import(tmp_pat
     with pytest.raises(export.ExportError, match=message) as info:
         export.render(path)
     assert "notebooks/07_do_a_thing.ipynb, cell 0" in str(info.value)
+
+
+def test_checks_lines_become_the_decorators_they_name(tmp_path):
+    path = notebook(
+        tmp_path,
+        code(
+            "#| export\nimport math\n\n\n#| checks: r=number(0.0, 1e6),\n"
+            "#| checks: n=whole(1, 65_536)\ndef area(r, n=1):\n    return n * math.pi * r * r\n\n\n"
+            "class Disc:\n    #| checks: r=number(0.0, 10.0)\n    def __init__(self, r):\n"
+            "        self.r = r\n"
+        ),
+    )
+    text = export.render(path)
+    assert "@checks.arguments(r=checks.number(0.0, 1e6), n=checks.whole(1, 65_536))\n" in text
+    assert "    @checks.arguments(r=checks.number(0.0, 10.0))\n    def __init__" in text
+    assert "#| checks" not in text and "from helpers import checks" in text
+    namespace: dict = {}
+    exec(compile(text, "generated", "exec"), namespace)
+    assert namespace["area"](1.0) == pytest.approx(math.pi)
+    with pytest.raises(ValueError, match="n"):
+        namespace["area"](1.0, n=0)
+    with pytest.raises(ValueError, match="r"):
+        namespace["Disc"](11.0)
+    plain = export.render(notebook(tmp_path, code("#| export\nA = 1\n"), name="08_plain.ipynb"))
+    assert "import checks" not in plain  # no checks named, none imported
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("#| checks: n=checks.whole(1, 5)\ndef f(n): pass", "names 'checks', which helpers.checks"),
+        ("#| checks: m=whole(1, 5)\ndef f(n): pass", r"names \['m'\], which f\(\) does not take"),
+        ("#| checks: whole(1, 5)\ndef f(n): pass", "takes name=check pairs"),
+        ("#| checks:\ndef f(n): pass", "takes name=check pairs"),
+        ("#| checks: n=whole(1, 5\ndef f(n): pass", "is not name=check"),
+        ("#| checks: n=whole(1, 5)\n\ndef f(n): pass", "right above a def"),
+        ("#| checks: n=whole(1, 5)\nN = 3", "right above a def"),
+    ],
+)
+def test_checks_lines_that_name_nothing_usable_are_refused(tmp_path, source, message):
+    path = notebook(tmp_path, code("#| export\nimport os\n" + source))
+    with pytest.raises(export.ExportError, match=message) as info:
+        export.render(path)
+    assert "notebooks/07_do_a_thing.ipynb, cell 0" in str(info.value)
+
+
+def test_lesson_cells_name_their_checks_in_comments_not_imports():
+    """A reader copies a lesson cell into a project without the workbook: its argument checks are
+    '#| checks:' comments there, and only the generated module imports helpers.checks."""
+    found = []
+    for path in NOTEBOOKS:
+        for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "code" and text.startswith(export.MARKER):
+                if "@checks.arguments" in text or "from helpers import checks" in text:
+                    found.append(f"{path.name}, cell {index}")
+    assert found == [], "write the check as a '#| checks:' line above the def"
 
 
 def test_notebook_names_must_carry_a_number(tmp_path):
