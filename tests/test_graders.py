@@ -171,7 +171,7 @@ def _warmup_answers():
 
     return [
         ("stub", lambda: (None, None), False, "first must be the seconds"),
-        ("tf.timestamp", with_tf_timestamp, True, "tracing, then the traced graph's first run"),
+        ("tf.timestamp", with_tf_timestamp, True, "tracing, the traced graph's first run"),
         ("nanoseconds", in_nanoseconds, False, "are both in seconds?"),
         (
             "a NumPy bool",
@@ -191,12 +191,12 @@ def _warmup_answers():
             False,
             "not a time in seconds",
         ),
-        ("solution", solution, True, "tracing, then the traced graph's first run"),
+        ("solution", solution, True, "tracing, the traced graph's first run"),
         (
             "perf_counter by hand",
             first_call_by_hand,
             True,
-            "tracing, then the traced graph's first run",
+            "tracing, the traced graph's first run",
         ),
         ("already traced", already_traced, False, "already traced"),
         ("three repeats", too_few_repeats, False, "repeats=10"),

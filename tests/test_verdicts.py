@@ -31,6 +31,20 @@ def test_a_tiny_gain_is_no_clear_difference_even_when_the_quartiles_part():
     assert "no clear difference" in line and "within 3% at the median" in line
 
 
+def test_an_expected_tie_keeps_why_a_small_clear_gain_is_no_difference():
+    # Quartiles that overlap 1 need no rerun when a tie was expected; quartiles wholly above 1
+    # with a median under MIN_EFFECT must still say why they are not called "faster", or the line
+    # reads against a neighbour's "1.03x faster" with the same low end.
+    overlap = verdicts.verdict(
+        _table(base=(1.0, 2.0, 3.0), var=(1.1, 2.0, 2.9)), expect="not faster", why="a reason"
+    )
+    assert "rerun" not in overlap and "within 3%" not in overlap and "as expected" in overlap
+    small = verdicts.verdict(
+        _table(base=(1.01, 1.01, 1.01), var=(1.0, 1.0, 1.0)), expect="not faster", why="a reason"
+    )
+    assert "within 3% at the median: too small a gap to call" in small and "as expected" in small
+
+
 def test_one_run_each_is_not_judged():
     # One fresh process per setting (a widget's single round): no spread, so no winner, even
     # when the two runs differ by 2x; an expectation is named and left unjudged.

@@ -240,7 +240,7 @@ def check_warmup(first: Any, steady: Any) -> Feedback:
         )
     return correct(
         f"the first call took {first / steady.median:.0f}x as long as a steady call: "
-        "tracing, then the traced graph's first run."
+        "tracing, the traced graph's first run, and first-time work section 2 did not break down."
     )
 
 

@@ -276,6 +276,21 @@ def test_spe_variants_and_registered_benchmarks():
     assert table.attrs["note"] == env.bf16_kernels()[1]
 
 
+def test_sweep_summary_names_the_batches_tied_with_the_best():
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {"images/s": [500, 780, 790, 793], "ms per batch": [16.0, 164.0, 162.0, 322.8]},
+        index=pd.Index([8, 64, 128, 256], name="batch"),
+    )
+    assert precision.sweep_summary(table) == (
+        "most images/s at batch 256 (793; batches 64 and 128 within 3% of it, a tie at this few "
+        "repeats); batch 256 took 20.2x as long per batch as batch 8, for 32x the images"
+    )
+    alone = table.assign(**{"images/s": [500, 600, 700, 793]})
+    assert "tie" not in precision.sweep_summary(alone)
+
+
 def test_batch_sweep_table_figure_and_summary():
     table = precision.batch_sweep((2, 4), "float32", images=8, size=8, repeats=1)
     assert (
