@@ -171,7 +171,12 @@ def _warmup_answers():
 
     return [
         ("stub", lambda: (None, None), False, "first must be the seconds"),
-        ("tf.timestamp", with_tf_timestamp, True, "tracing, the traced graph's first run"),
+        (
+            "tf.timestamp",
+            with_tf_timestamp,
+            True,
+            "it traced the function and ran the traced graph",
+        ),
         ("nanoseconds", in_nanoseconds, False, "are both in seconds?"),
         (
             "a NumPy bool",
@@ -191,12 +196,12 @@ def _warmup_answers():
             False,
             "not a time in seconds",
         ),
-        ("solution", solution, True, "tracing, the traced graph's first run"),
+        ("solution", solution, True, "it traced the function and ran the traced graph"),
         (
             "perf_counter by hand",
             first_call_by_hand,
             True,
-            "tracing, the traced graph's first run",
+            "it traced the function and ran the traced graph",
         ),
         ("already traced", already_traced, False, "already traced"),
         ("three repeats", too_few_repeats, False, "repeats=10"),

@@ -247,7 +247,7 @@ def capstone_summary(table: Any) -> str:
     ]
     named = ", ".join(
         f"{name} ({steps.loc[name, 'gain']:.2f}x, quartile ratios {steps.loc[name, 'gain q1-q3']}x)"
-        for name in [best, *tied]
+        for name in [best, *sorted(tied, key=lambda name: -steps.loc[name, "gain"])]
     )
     return f"{head}; " + (
         f"the biggest single step: {named}"

@@ -240,7 +240,7 @@ def check_warmup(first: Any, steady: Any) -> Feedback:
         )
     return correct(
         f"the first call took {first / steady.median:.0f}x as long as a steady call: "
-        "tracing, the traced graph's first run, and first-time work section 2 did not break down."
+        "it traced the function and ran the traced graph for the first time."
     )
 
 

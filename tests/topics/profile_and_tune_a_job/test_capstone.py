@@ -303,3 +303,19 @@ def test_stage_verdicts_read_each_stage_against_the_one_before_it():
         and "Expected" not in lines[3]
     )
     assert len(lines) == 4
+
+
+def test_steps_tied_with_the_biggest_are_named_largest_first():
+    names = capstone.names()
+    seconds = {
+        0: 8.0,
+        1: 8.0 / 1.9,
+        2: 8.0 / 1.9 / 2.0,
+        3: 8.0 / 1.9 / 2.0 / 2.1,
+    }  # gains 1.9, 2.0, 2.1
+    timings = {i: Timing(names[i], (s * 0.85, s, s * 1.15), items=256) for i, s in seconds.items()}
+    summary = capstone.capstone_summary(capstone.stage_table(timings, [0, 1, 2, 3], {}))
+    named = summary.split("inside each other's spread: ")[1]
+    assert [named.index(names[i]) for i in (3, 2, 1)] == sorted(
+        named.index(names[i]) for i in (3, 2, 1)
+    )  # 2.1x, then 2.0x, then 1.9x: not in stage order
