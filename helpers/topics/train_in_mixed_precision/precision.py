@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from helpers import checks, env
+from helpers import checks, env, verdicts
 from helpers.checks import whole_number
 from helpers.comparison import Comparison
 from helpers.timing import ProgressFn
@@ -209,20 +209,20 @@ def sweep_figure(table: Any, title: str = "") -> Any:
 
 
 def sweep_summary(table: Any) -> str:
-    """The fastest batch size (with the sizes within ``MIN_EFFECT`` of it: a tie at this few
-    repeats), and what the largest one costs per batch against the smallest."""
-    from helpers.verdicts import MIN_EFFECT
-
+    """The fastest batch size (with the sizes within ``verdicts.MIN_EFFECT`` of it: a tie at
+    this few repeats), and what the largest one costs per batch against the smallest."""
     best, small, large = table["images/s"].idxmax(), table.index.min(), table.index.max()
     top = table.loc[best, "images/s"]
     tied = [
-        b for b in table.index if b != best and table.loc[b, "images/s"] >= top * (1 - MIN_EFFECT)
+        b
+        for b in table.index
+        if b != best and table.loc[b, "images/s"] >= top * (1 - verdicts.MIN_EFFECT)
     ]
     tie = ""
     if tied:
         names = ", ".join(map(str, tied[:-1])) + (" and " if len(tied) > 1 else "") + str(tied[-1])
         word = "batches" if len(tied) > 1 else "batch"
-        tie = f"; {word} {names} within {MIN_EFFECT:.0%} of it, a tie at this few repeats"
+        tie = f"; {word} {names} within {verdicts.MIN_EFFECT:.0%} of it, a tie at this few repeats"
     return (
         f"most images/s at batch {best} ({top}{tie}); batch {large} took "
         f"{table.loc[large, 'ms per batch'] / table.loc[small, 'ms per batch']:.1f}x as long "
