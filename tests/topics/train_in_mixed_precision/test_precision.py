@@ -4,9 +4,16 @@ the fresh-process child, the sweep and the exercise checks (stubs fail, solution
 
 from __future__ import annotations
 
+import ast
+import json
+import os
+import types
+from pathlib import Path
+
 import pytest
 
 from helpers import checks, env, onednn
+from helpers.nbtools import source
 from helpers.topics.train_in_mixed_precision import precision, precision_isa
 
 CPUINFO_BF16 = (
@@ -319,3 +326,47 @@ def test_child_runs_in_a_fresh_process_and_reports_kernels():
         precision.run_child("float32", isa="SSE9")
     with pytest.raises(ValueError, match="policy must be one of"):
         precision.run_child("float64")
+
+
+def _idiom_mixed_policy():
+    """The ``mixed_policy`` function of notebook 12's Summary idiom, alone (no model is built)."""
+    path = Path(__file__).resolve().parents[3] / "notebooks" / "12_train_in_mixed_precision.ipynb"
+    code = [source(c) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    tree = ast.parse(code[-1])
+    (func,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "mixed_policy"]
+    config = types.SimpleNamespace(list_physical_devices=lambda kind: [])  # no GPU
+    scope = {"os": os, "tf": types.SimpleNamespace(config=config)}
+    exec(compile(ast.Module([func], []), str(path), "exec"), scope)
+    return scope["mixed_policy"]
+
+
+@pytest.mark.parametrize(
+    "cpuinfo",
+    [
+        CPUINFO_BF16,
+        CPUINFO_AVX2,
+        CPUINFO_BF16.replace(" amx_bf16", ""),  # AVX512_BF16 alone
+        CPUINFO_BF16.replace(" avx512_bf16", ""),  # AMX alone
+        "processor\t: 0\nFeatures\t: fp asimd atomics i8mm bf16 sve\n",  # ARM with BF16
+    ],
+)
+@pytest.mark.parametrize("onednn_opts", [None, "0", "1", "false", "True"])
+@pytest.mark.parametrize("isa", ["", "AVX2", "AVX512_CORE", "AVX512_CORE_BF16", "avx512_core_amx"])
+def test_the_idioms_policy_agrees_with_the_notebooks_rule(
+    monkeypatch, tmp_path, cpuinfo, onednn_opts, isa
+):
+    """The copied idiom picks mixed_bfloat16 exactly where env.bf16_kernels says bfloat16 runs in
+    hardware (oneDNN on unless TF_ENABLE_ONEDNN_OPTS turns it off: TensorFlow's default on CPUs
+    with these instructions), and float32 elsewhere."""
+    mixed_policy = _idiom_mixed_policy()
+    if onednn_opts is None:
+        monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    else:
+        monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", onednn_opts)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    (tmp_path / "cpuinfo").write_text(cpuinfo)
+    onednn_on = onednn_opts is None or onednn_opts.lower() in ("1", "true")
+    fast, _ = env.bf16_kernels(cpuinfo, onednn_on)
+    want = "mixed_bfloat16" if fast else "float32"
+    assert mixed_policy(str(tmp_path / "cpuinfo")) == want
+    assert mixed_policy(str(tmp_path / "missing")) == "float32"  # macOS, Windows: cannot tell
