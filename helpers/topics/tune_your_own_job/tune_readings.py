@@ -76,7 +76,8 @@ def head_to_head_reading(frame: Any) -> str:
     else:
         reading = (
             "their quartile ranges do not overlap: "
-            f"{'the hand-tuned job' if theirs > mine else 'the tuner'} was faster on this run"
+            f"{'the hand-tuned job' if theirs > mine else 'the tuner'} had the higher throughput "
+            "on this run"
         )
     return (
         f"In one rotation of fresh processes, {who} ran the job at {mine:,.0f} examples/s "

@@ -85,10 +85,27 @@ def table(outcomes: Mapping[str, Outcome], combined: Mapping[str, Outcome] | Non
     rows = [_row(base, o) for name, o in outcomes.items() if name != BASELINE]
     rows.sort(key=lambda r: (r["gain"] is None, -(r["gain"] or 0)))
     first = _row(base, base) | {"verdict": "", "gain q1-q3": "", "note": ""}
+    exact = {  # unrounded gains, for the summary's product
+        n: rate_ratio(base, o)
+        for n, o in outcomes.items()
+        if n != BASELINE and o.seconds and base.seconds
+    }
     if combined:
         rows.append(_row(combined[BASELINE], combined[COMBINED]))
+        if combined[COMBINED].seconds and combined[BASELINE].seconds:
+            exact[COMBINED] = rate_ratio(combined[BASELINE], combined[COMBINED])
     frame = pd.DataFrame([first, *rows]).set_index("trial")
+    frame.attrs["exact"] = exact
     return frame
+
+
+def _exact(frame: Any, name: str) -> tuple[float, float, float]:
+    """A row's gain and quartile range before the table rounded them (a table read back from a
+    file has only the rounded ones)."""
+    if name in frame.attrs.get("exact", {}):
+        return frame.attrs["exact"][name]
+    low, high = timing.span(frame.at[name, "gain q1-q3"])
+    return frame.at[name, "gain"], low, high
 
 
 def faster(frame: Any) -> list[str]:
@@ -181,18 +198,29 @@ def summary(frame: Any, second: Any = None) -> str:
         )
     elif measured(frame, COMBINED):
         c = frame.loc[COMBINED]
-        gains = [frame.at[n, "gain"] for n in won if n not in clashed]
-        gains += [] if second is None else [second.at[n, "gain"] for n in faster(second)]
+        gains = [_exact(frame, n)[0] for n in won if n not in clashed]
+        gains += [] if second is None else [_exact(second, n)[0] for n in faster(second)]
         product, on_top_paid = math.prod(gains), second is not None and bool(faster(second))
-        low, high = timing.span(c["gain q1-q3"])
-        inside = "inside" if low <= product <= high else "outside"
+        _, low, high = _exact(frame, COMBINED)  # unrounded, so rounding cannot decide the side
+        inside = low <= product <= high
+        side = "inside" if inside else "outside"
+        edge = min((low, high), key=lambda e: abs(e - product))
+        shown = f"{product:.2f}x, {side} "
+        if f"{product:.2f}" == f"{edge:.2f}":  # rounded alike: enough decimals to tell the side
+            places = next((d for d in range(3, 9) if f"{product:.{d}f}" != f"{edge:.{d}f}"), 8)
+            exact = f"{product:.{places}f}x against {edge:.{places}f}x"
+            shown = f"{product:.2f}x, just {side} ({exact}) "
         parts.append(
             f"All of them together: {c['gain']:.2f}x "
             f"({c['gain q1-q3']} from the quartiles of both); "
             "the product of their gains "
             f"measured {'alone and on top' if on_top_paid else 'one at a time'} "
-            f"is {product:.2f}x, {inside} "
-            "that range: measure a combination, do not multiply."
+            f"is {shown}that range"
+            + (
+                " this time: gains need not multiply, so measure the combination."
+                if inside
+                else ": measure a combination, do not multiply."
+            )
         )
     return " ".join(parts)
 

@@ -633,7 +633,7 @@ def test_head_to_head_runs_the_four_jobs_in_rotation_and_reads_one_start(monkeyp
     assert line.startswith(
         "In one rotation of fresh processes, the tuner's settings ran the job at 2,048 examples/s "
         "and notebook 14's hand-tuned job at 1,024/s: 200% of its speed "
-        "(their quartile ranges do not overlap: the tuner was faster on this run)."
+        "(their quartile ranges do not overlap: the tuner had the higher throughput on this run)."
     )
     assert (
         "Over the same start, notebook 14's naive job (256/s), that is 8.00x against 4.00x." in line
@@ -817,3 +817,28 @@ def test_the_reading_of_the_trials_on_top_names_those_it_could_not_judge():
     _, combined, frame = measured_frame()
     reading = tune_report.summary(frame, nothing_on_top)  # nothing paid on top: gains alone only
     assert "0 of 1 then paid" in reading and "measured one at a time is" in reading
+
+
+def test_the_product_of_the_gains_is_judged_before_rounding():
+    """1.354 x 1.1196 = 1.5159, inside a range from 1.5155: rounded first, 1.35 x 1.12 = 1.512
+    would have fallen outside the range shown as 1.52-1.60."""
+    outcomes = {
+        BASELINE: outcome(BASELINE, [1.0] * 3),
+        "a": outcome("a", [1 / 1.354] * 3),
+        "b": outcome("b", [1 / 1.1196] * 3),
+    }
+    combined = {
+        BASELINE: outcome(BASELINE, [1.0] * 3),
+        COMBINED: outcome(COMBINED, [1 / 1.60, 1 / 1.60, 1 / 1.5155, 1 / 1.5155]),
+    }
+    frame = tune_report.table(outcomes, combined)
+    assert frame.at[COMBINED, "gain q1-q3"] == "1.52-1.60"
+    assert frame.at["a", "gain"] * frame.at["b", "gain"] < 1.515  # the rounded gains' product
+    reading = tune_report.summary(frame)
+    assert (
+        "is 1.52x, just inside (1.5159x against 1.5155x) that range this time: "
+        "gains need not multiply, so measure the combination." in reading
+    )
+    # read back from a file, the table has only its rounded numbers, and the reading uses them
+    frame.attrs.pop("exact")
+    assert "is 1.51x, outside that range" in tune_report.summary(frame)
