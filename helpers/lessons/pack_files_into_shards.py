@@ -76,6 +76,11 @@ def write_shard_safely(path, images, labels, encoding="raw", gzip=False):
     os.close(fd)
     try:
         write_shard(tmp, images, labels, encoding, gzip)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it private (0600): give it the mode a plain open() would
+        with open(tmp, "r+b") as written:  # opened for writing: Windows flushes only such a handle
+            os.fsync(written.fileno())  # its bytes on disk before the rename, so a power cut cannot publish a short file
         os.replace(tmp, path)  # atomic within one file system
     finally:
         Path(tmp).unlink(missing_ok=True)  # the write failed: remove its partial file (after a success it was already moved)

@@ -33,6 +33,10 @@ def random_file(path: Path, size: int) -> Path:
     return fileio.atomic_write_bytes(path, os.urandom(size))
 
 
+#: A reader's cold MB/s against the disk's sequential rate: from NEAR of it up, likely I/O-bound;
+#: below FAR, held back by work per record or file; between, "about half": too close to say.
+NEAR, FAR = 0.6, 0.4
+
 #: Typical sequential reads from drive data sheets (MB/s), low to high; not measured here.
 DRIVES = (("a hard disk", 100, 250), ("a SATA SSD", 500, 600), ("an NVMe SSD", 2_000, 7_000))
 
@@ -96,15 +100,20 @@ def cold_summary(warm: Any, cold: Any, file_bytes: dict[str, int], disk: Sequenc
     for name in cold.index:
         moved = file_bytes[name] / cold.loc[name, "median_s"] / 1e6
         slower = cold.loc[name, "median_s"] / warm.loc[name, "median_s"]
-        bound = (
+        per = "file" if "files" in name else "record"  # "PNG files": a file per image
+        bound = (  # the rule sizes_summary reads by too
             "near the disk's rate: this reader is likely I/O-bound here"
-            if moved >= 0.5 * rate
+            if moved >= NEAR * rate
+            else "about half the disk's rate: too close to the line to say whether the disk's "
+            f"throughput or the work per {per} held it back"
+            if moved >= FAR * rate
             else "below half the disk's rate: not held back by its throughput but by work per "
-            + ("file" if "files" in name else "record")  # "PNG files": a file per image
-            + ", or the CPU"
+            f"{per}, or the CPU"
         )
-        latency = (  # the disk's throughput aside, what reading from it cost: its latency
-            f"; reading from the disk added {slower - 1:.0%} to the warm time (its latency)"
+        latency = (  # the disk's throughput aside, what reading from it cost (or warm noise)
+            f"; reading from the disk added {slower - 1:.0%} to the warm time (the disk's latency, "
+            "unless the warm passes fell in a fast and a slow group: compare the warm row's "
+            "quartiles with its median)"
             if slower > 1.1
             else "; faster cold than warm: the warm passes spread wide (compare the warm row's "
             "min and median), so read this ratio as noise"
@@ -129,12 +138,12 @@ def sizes_summary(sizes: Any, disk: Sequence[float] | None) -> str:
     rate = float(np.median(disk))
     best = sizes["MB_per_s"].idxmax()
     share = sizes.loc[best, "MB_per_s"] / rate
-    reading = (  # notebook 06's rule: at least half the disk's rate is "near" it
-        "near it (at least half): the disk's throughput is likely what limits it"
-        if share >= 0.6
+    reading = (  # notebook 06's rule, as in cold_summary
+        "near it: the disk's throughput is likely what limits it"
+        if share >= NEAR
         else "about half of it: too close to the line to say whether the disk's throughput or "
         "the work per record and per file held it back"
-        if share >= 0.4
+        if share >= FAR
         else "below half of it: the work per record and per file held it back more than the "
         "disk's throughput"
     )

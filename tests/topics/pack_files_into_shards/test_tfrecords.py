@@ -315,7 +315,9 @@ def test_disk_and_cold_summaries_read_the_numbers():
     assert (
         "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; below half "
         "the disk's rate: not held back by its throughput but by work per file, or the CPU; "
-        "reading from the disk added 56% to the warm time (its latency)." in text
+        "reading from the disk added 56% to the warm time (the disk's latency, unless the warm "
+        "passes fell in a fast and a slow group: compare the warm row's quartiles with its "
+        "median)." in text
     )
     assert "1 shard, PNG records: " in text and "by work per record, or the CPU" in text
     assert "added" not in shard_reading.cold_summary(warm, warm, sizes, [1_000.0])  # cold = warm
@@ -326,6 +328,13 @@ def test_disk_and_cold_summaries_read_the_numbers():
     )
     assert "the ranges overlap, so rerun with more repeats before drawing a conclusion" in same
     assert "shrank when" in shard_reading.cold_summary(cold, warm, sizes, [150.0])
+    # the same rule as sizes_summary's: 109 % is near, 55 % about half, 33 % below half
+    about_half = shard_reading.cold_summary(warm, cold, sizes, [163.2 / 0.55])
+    assert "1 shard, batched parse: 163.2 MB/s cold, 55% of the disk's" in about_half
+    assert "about half the disk's rate: too close to the line to say" in about_half
+    below = shard_reading.cold_summary(warm, cold, sizes, [163.2 / 0.33]).splitlines()
+    (line,) = [x for x in below if x.startswith("1 shard, batched parse")]
+    assert "33% of the disk's" in line and "below half the disk's rate" in line
     assert isinstance(warm, pd.DataFrame)
 
 
@@ -478,7 +487,7 @@ def test_sizes_and_shares_summaries():
     assert "about half of it: too close to the line" in text  # 55 %
     slow = shard_reading.sizes_summary(sizes, [1800.0])  # 33 %: below the notebook's "near"
     assert "reached 33% of the disk's 1,800 MB/s" in slow and "below half of it" in slow
-    assert "near it (at least half)" in shard_reading.sizes_summary(sizes, [900.0])  # 67 %
+    assert "near it: the disk's throughput" in shard_reading.sizes_summary(sizes, [900.0])  # 67 %
     assert shard_reading.sizes_summary(sizes, None).startswith("Read warm")
     shares = pd.DataFrame(
         [
