@@ -2,12 +2,13 @@
 
 Every bench.json under a folder, each checked by ``results.load`` and kept as a ``Result`` (a
 short label, its stamp and its records by comparison id); a file that is not a bench result is
-skipped with the reason, and results from different workbook versions, of mixed sizes or sent
-twice are noted. ``gather`` makes the table, the figure and the markdown from them.
+skipped with the reason, and results from different workbook versions, of mixed sizes, sent
+twice or with a comparison run under other parameters are noted. ``gather`` makes the table, the figure and the markdown from them.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -99,7 +100,7 @@ def load(folder: str | Path) -> tuple[list[Result], list[str]]:
         )
     if len({r.quick for r in results}) > 1:
         notes.append("some results are --quick and some full size: their workloads differ")
-    return results, notes + _copies(results)
+    return results, notes + _copies(results) + _mixed_params(results)
 
 
 def _timings(record: dict[str, Any]) -> tuple[Any, ...]:
@@ -128,4 +129,24 @@ def _copies(results: Sequence[Result]) -> list[str]:
                     "comparisons they share: one result sent twice? Both are gathered; "
                     "remove one to count that machine once"
                 )
+    return notes
+
+
+def _mixed_params(results: Sequence[Result]) -> list[str]:
+    """A note for each comparison run with other parameters in some results than in others (a
+    bench changed between checkouts of the same workbook version, say): the workloads differ, so
+    the ratios need not compare. The rows are still gathered."""
+    notes = []
+    for key in sorted({k for r in results for k in r.records}):
+        runs: dict[str, list[str]] = {}
+        for r in results:
+            if key in r.records:
+                params = json.dumps(r.records[key].get("params", {}), sort_keys=True)
+                runs.setdefault(params, []).append(r.label)
+        if len(runs) > 1:
+            notes.append(
+                f"{key} ran with different parameters: "
+                + "; ".join(f"{p} in {', '.join(labels)}" for p, labels in runs.items())
+                + ": different workloads, so their ratios need not compare"
+            )
     return notes

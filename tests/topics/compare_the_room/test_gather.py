@@ -393,3 +393,25 @@ def test_medians_both_ways_name_where_the_spread_crosses_1x(tmp_path, real_resul
     assert gather.both_ways(results) == [
         "fake.slow_vs_fast: faster on alice, carol; slower on bob (the spread crosses 1x on bob)"
     ]
+
+
+def test_a_comparison_run_with_other_parameters_is_noted_and_kept(tmp_path):
+    """A bench that changed its parameters under the same workbook version (rounds 1 on record,
+    3 in today's quick bench, say) gives the same id another workload: the gather says so."""
+    from pathlib import Path
+
+    room = Path(__file__).resolve().parents[3] / "data" / "room-example"
+    shutil.copytree(room, tmp_path / "room")
+    _, before = gather.load(tmp_path / "room")
+    assert not any("different parameters" in n for n in before)  # the example room agrees
+    path = tmp_path / "room" / "xeon-1-core" / "bench.json"
+    data = json.loads(path.read_text())
+    key = "look_inside_graphs.eager_vs_function"
+    record = next(c for c in data["comparisons"] if c["id"] == key)
+    record["params"] = {"n_ops": 10}
+    path.write_text(json.dumps(data))
+    results, notes = gather.load(tmp_path / "room")
+    (note,) = [n for n in notes if "different parameters" in n]
+    assert note.startswith(f"{key} ran with different parameters: ")
+    assert '{"n_ops": 10} in xeon-1-core' in note and "xeon-2-cores, xeon-oneDNN-off" in note
+    assert len(results) == 3 and key in gather.table(results).index  # still gathered
