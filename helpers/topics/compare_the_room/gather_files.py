@@ -3,7 +3,8 @@
 Every bench.json under a folder, each checked by ``results.load`` and kept as a ``Result`` (a
 short label, its stamp and its records by comparison id); a file that is not a bench result is
 skipped with the reason, and results from different workbook versions, of mixed sizes, sent
-twice or with a comparison run under other parameters are noted. ``gather`` makes the table, the figure and the markdown from them.
+twice or with a comparison run under other parameters are noted. ``gather`` makes the table, the
+figure and the markdown from them.
 """
 
 from __future__ import annotations
