@@ -112,11 +112,11 @@ def cold_summary(warm: Any, cold: Any, file_bytes: dict[str, int], disk: Sequenc
         )
         latency = (  # the disk's throughput aside, what reading from it cost (or warm noise)
             f"; reading from the disk added {slower - 1:.0%} to the warm time (the disk's latency, "
-            "unless the warm passes fell in a fast and a slow group: compare the warm row's "
-            "quartiles with its median)"
+            "unless the warm passes fell in a fast and a slow group: see whether the warm row's "
+            "min or max lies far from its median)"
             if slower > 1.1
-            else "; faster cold than warm: the warm passes spread wide (compare the warm row's "
-            "min and median), so read this ratio as noise"
+            else "; faster cold than warm: the warm passes spread wide (see whether the warm "
+            "row's min or max lies far from its median), so read this ratio as noise"
             if slower < 0.9
             else ""
         )

@@ -316,8 +316,8 @@ def test_disk_and_cold_summaries_read_the_numbers():
         "PNG files: 17.9 MB/s cold, 12% of the disk's 150 MB/s, 1.56x the warm time; below half "
         "the disk's rate: not held back by its throughput but by work per file, or the CPU; "
         "reading from the disk added 56% to the warm time (the disk's latency, unless the warm "
-        "passes fell in a fast and a slow group: compare the warm row's quartiles with its "
-        "median)." in text
+        "passes fell in a fast and a slow group: see whether the warm row's min or max lies far "
+        "from its median)." in text
     )
     assert "1 shard, PNG records: " in text and "by work per record, or the CPU" in text
     assert "added" not in shard_reading.cold_summary(warm, warm, sizes, [1_000.0])  # cold = warm
