@@ -66,10 +66,13 @@ def unroll_summary(table: Any) -> str:
         pair = timing.comparison_table(
             {"loop": timings[(n, "loop")], "unrolled": timings[(n, "unrolled")]}, "loop"
         )
-        speedup, low, high, _ = verdicts.ratio(pair, "unrolled")
-        readings[n] = (speedup, verdicts.outcome(low, high, speedup), low, high)
+        speedup, low, high, runs = verdicts.ratio(pair, "unrolled")
+        word = verdicts.outcome(low, high, speedup) if runs >= verdicts.MIN_RUNS else f"{runs}"
+        readings[n] = (speedup, word, low, high)
 
     def reading(speedup: float, word: str, low: float, high: float) -> str:
+        if word.isdigit():  # fewer runs than verdicts.MIN_RUNS: no spread, so no direction
+            return f"{speedup:.2f}x from {word} run each (too few to judge)"
         if word == "faster":  # a slow-down as one, as verdicts prints it
             return f"{speedup:.2f}x faster"
         if word == "slower":
