@@ -44,7 +44,7 @@ def force(result: Any) -> Any:
             numpy()
     tf = sys.modules.get("tensorflow")
     if tf is not None and leaves and _has_gpu(tf):
-        tf.experimental.sync_devices()
+        tf.test.experimental.sync_devices()  # TF 2.21 exports it only under tf.test
     return result
 
 

@@ -95,6 +95,17 @@ def test_force_waits_for_nested_tensors_before_the_clock_stops(clock):
     assert inner.forced == outer.forced == 2
 
 
+def test_force_syncs_gpus_through_tensorflows_public_name(monkeypatch):
+    import tensorflow as tf
+
+    monkeypatch.setattr(timing, "_has_gpu", lambda tf: True)  # as on a machine with a GPU
+    calls = []
+    real = tf.test.experimental.sync_devices  # TF 2.21's only public name for it
+    monkeypatch.setattr(tf.test.experimental, "sync_devices", lambda: calls.append(1) or real())
+    timing.force(tf.constant(1.0))
+    assert calls == [1]
+
+
 def test_time_once_forces(clock):
     lazy = LazyTensor(clock, 2.0)
     assert timing.time_once(lambda: lazy) == 2.0
