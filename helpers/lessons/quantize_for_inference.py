@@ -58,9 +58,9 @@ def load_interpreter(model_bytes, num_threads=None):
     return interpreter
 
 
-def to_model_input(interpreter, images):
-    """A float batch as the model takes it: quantized to int8 if its input is int8."""
-    details = interpreter.get_input_details()[0]
+def to_model_input(details, images):
+    """A float batch as the model takes it: quantized to int8 if its input is int8. ``details``
+    is ``interpreter.get_input_details()[0]``, looked up once by the caller."""
     if details["dtype"] != np.int8:
         return images.astype(details["dtype"])
     scale, zero_point = details["quantization"]
@@ -80,9 +80,9 @@ def make_runner(interpreter):
     return run
 
 
-def from_model_output(interpreter, result):
-    """The model's output as floats: dequantized if it is int8."""
-    details = interpreter.get_output_details()[0]
+def from_model_output(details, result):
+    """The model's output as floats: dequantized if it is int8. ``details`` is
+    ``interpreter.get_output_details()[0]``."""
     if details["dtype"] != np.int8:
         return result
     scale, zero_point = details["quantization"]

@@ -117,13 +117,12 @@ def predict(content: bytes, x: Any) -> Any:
 
     code, (interpreter, _) = lesson(), make_interpreter(content)
     run = code.make_runner(interpreter)
+    given, returned = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
     return np.array(
         [
             int(
                 np.argmax(
-                    code.from_model_output(
-                        interpreter, run(code.to_model_input(interpreter, x[i : i + 1]))
-                    )
+                    code.from_model_output(returned, run(code.to_model_input(given, x[i : i + 1])))
                 )
             )
             for i in range(len(x))
@@ -142,7 +141,8 @@ def runners(
     for mode, content in contents.items():
         interpreter, _ = make_interpreter(content, threads)
         runners[mode] = functools.partial(
-            code.make_runner(interpreter), code.to_model_input(interpreter, image)
+            code.make_runner(interpreter),
+            code.to_model_input(interpreter.get_input_details()[0], image),
         )
     return runners
 
