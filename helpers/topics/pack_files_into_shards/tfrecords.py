@@ -244,7 +244,12 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
     position, counts = 0, []
     for path in files:
         count = 0
-        if path.read_bytes()[:2] != b"\x1f\x8b":  # every GZIP stream starts with these two bytes
+        try:  # the first two bytes: every GZIP stream starts with 1f 8b
+            with path.open("rb") as file:
+                magic = file.read(2)
+        except OSError as exc:  # unreadable (permissions, a file removed meanwhile): feedback
+            return not_yet(f"{path.name} could not be read: {exc.strerror or exc}.")
+        if magic != b"\x1f\x8b":
             return not_yet(f"{path.name} is not GZIP-compressed: pass gzip=True to write_shard.")
         try:
             for record in tf.data.TFRecordDataset(str(path), compression_type="GZIP"):

@@ -410,6 +410,24 @@ def test_wrong_answers_are_named(tmp_path, data):
     assert "hold 1 and 119 records" in repr(tfrecords.check_two_gzip_shards(out, images, labels))
 
 
+def test_an_unreadable_shard_is_feedback_not_an_exception(tmp_path, data, monkeypatch):
+    images, labels = data
+    out = tfrecords.fresh_dir(tmp_path / "unreadable")
+    solve(out, images, labels)
+    real = Path.open
+
+    def refuse(self, *args, **kwargs):  # as root, chmod 000 would not stop a read
+        if self.name.startswith("v-1"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refuse)
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert not feedback and "v-1-of-2.tfrecord.gz could not be read: Permission denied" in repr(
+        feedback
+    ), feedback
+
+
 def test_shards_named_otherwise_are_found_and_mistakes_explained(tmp_path, data):
     import tensorflow as tf
 
