@@ -128,7 +128,7 @@ def stage_table(timings: dict[int, Timing], chosen: Sequence[int], skip: dict[in
     """The results table from each run stage's timings, one per run (equal images per epoch)."""
     import pandas as pd
 
-    rows, before, first = [], None, None
+    rows, before, first, exact = [], None, None, {}
     for i in chosen:
         row: dict[str, Any] = {"stage": names()[i]}
         t = timings.get(i)
@@ -138,6 +138,7 @@ def stage_table(timings: dict[int, Timing], chosen: Sequence[int], skip: dict[in
             first = first or t
             gain = _ratio(before, t) if before else (math.nan,) * 3
             total = _ratio(first, t)
+            exact.update({row["stage"]: gain} if before else {})
             row.update(
                 {
                     "images/s": round(t.throughput or 0.0),
@@ -154,6 +155,7 @@ def stage_table(timings: dict[int, Timing], chosen: Sequence[int], skip: dict[in
     table = pd.DataFrame(rows).set_index("stage")
     table.attrs["timings"] = {names()[i]: t for i, t in timings.items()}
     table.attrs["skip"] = dict(skip)
+    table.attrs["exact gains"] = exact  # unrounded (median, low, high): the summary's ties
     return table
 
 
@@ -233,8 +235,11 @@ def capstone_summary(table: Any) -> str:
     steps = ran[ran["gain"].notna()]
     if steps.empty:
         return head
-    iqr = {name: timing.span(row["gain q1-q3"]) for name, row in steps.iterrows()}
-    best = steps["gain"].idxmax()
+    exact = table.attrs.get("exact gains", {})  # a table read back from a file has the rounded
+    iqr = {
+        n: exact[n][1:] if n in exact else timing.span(r["gain q1-q3"]) for n, r in steps.iterrows()
+    }
+    best = max(steps.index, key=lambda n: exact[n][0] if n in exact else steps.loc[n, "gain"])
     if iqr[best][0] <= 1.0:
         return (
             f"{head}; no single step gained clearly (the largest, {best}, "

@@ -218,6 +218,17 @@ def test_stage_table_from_timings():
     assert (
         f"the biggest single step: {names[5]} (2.00x" in line and names[7] not in line.split(";")[1]
     )
+    # Ranges that touch only once rounded to 2 decimals (1.4930 and 1.4904 both print 1.49) do
+    # not overlap: the tie is read from the unrounded gains (a saved run named such a pair tied)
+    fused = 1 / 1.4930
+    touching = {
+        0: Timing(names[0], (1.0, 1.0, 1.0), items=256),
+        5: Timing(names[5], (fused,) * 3, items=256),
+        7: Timing(names[7], (fused / 1.4904,) * 3, items=256),
+    }
+    line = capstone.capstone_summary(capstone.stage_table(touching, [0, 5, 7], {}))
+    assert f"the biggest single step: {names[5]} (1.49x" in line, line
+    assert names[7] not in line.split(";")[1], line
     clear = {
         0: Timing(names[0], (4.0, 4.0, 4.0), items=256),
         5: Timing(names[5], (2.0, 2.0, 2.0), items=256),
