@@ -110,14 +110,18 @@ def resume_table(first: Mapping[str, Any], second: Mapping[str, Any]) -> Any:
     return pd.DataFrame(rows).T
 
 
-def resumed_at_checkpoint(table: Any) -> bool:
-    """True when run 2 restored the newest checkpoint run 1 can have written (a multiple of
-    the interval, at or below run 1's last step) and run 1 restored nothing."""
+def resumed_at_checkpoint(table: Any, kept: Sequence[str]) -> bool:
+    """True when run 1 restored nothing and run 2 restored the newest of ``kept``: the checkpoints
+    run 1 left (``ckpt-N`` or ``ckpt-N.index`` names, listed before run 2 started)."""
+    import re
+
+    steps = [int(m[1]) for k in kept if (m := re.fullmatch(r"ckpt-(\d+)(\.index)?", Path(k).name))]
     restored = int(table.loc["run 2", "restored step"])
     return (
         table.loc["run 1", "restored"] == "nothing"
         and table.loc["run 2", "restored"] == f"ckpt-{restored}"
-        and 0 < restored <= int(table.loc["run 1", "last step"])
+        and bool(steps)
+        and restored == max(steps)  # by step: "ckpt-100" sorts before "ckpt-25" by name
     )
 
 

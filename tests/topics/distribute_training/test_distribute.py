@@ -64,6 +64,25 @@ def test_resume_table_refuses_runs_without_steps():
         distribute.resume_table(empty, empty)
 
 
+def test_resumed_at_checkpoint_needs_the_newest_checkpoint_kept():
+    import pandas as pd
+
+    def table(restored_step):
+        return pd.DataFrame(
+            {"restored": ["nothing", f"ckpt-{restored_step}"], "restored step": [0, restored_step]},
+            index=["run 1", "run 2"],
+        )
+
+    kept = ["ckpt-25.index", "ckpt-50.index"]
+    assert distribute.resumed_at_checkpoint(table(50), kept)
+    assert not distribute.resumed_at_checkpoint(table(25), kept)  # an older one: steps lost
+    assert distribute.resumed_at_checkpoint(table(100), ["ckpt-75", "ckpt-100"])  # by step
+    assert not distribute.resumed_at_checkpoint(table(50), [])  # run 1 left none
+    fresh = table(50)
+    fresh.loc["run 1", "restored"] = "ckpt-25"  # run 1 resumed too: not a first run
+    assert not distribute.resumed_at_checkpoint(fresh, kept)
+
+
 def _service_files(tmp_path):
     from helpers.lessons import distribute_training as lesson
 
