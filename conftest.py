@@ -133,6 +133,10 @@ def _lab():
     return lab.shared_lab(), lab.shared_browser()
 
 
+#: What a kernel's log says when a port the server chose for it was taken before it bound it.
+PORT_TAKEN = "zmq.error.ZMQError: Address already in use"
+
+
 def _attach_nbval_to_jupyterlab() -> None:
     """Make nbval run each notebook in a kernel of this process's JupyterLab server."""
     from jupyter_client import BlockingKernelClient
@@ -145,6 +149,20 @@ def _attach_nbval_to_jupyterlab() -> None:
         def __init__(self, path: Path, startup_timeout: float) -> None:
             self.lab, _ = _lab()
             self.served = self.lab.add_notebook(path)
+            for _ in range(3):  # a kernel whose port was taken is started afresh, on new ports
+                if self._start(startup_timeout):
+                    break
+                self.kc.stop_channels()
+                self.lab.end_session(self.session)  # the server would restart it on the same ports
+            else:
+                raise RuntimeError(f"3 kernels found a port taken:\n{self.lab.log_tail()}")
+            self._ensure_iopub_up()
+
+        def _start(self, startup_timeout: float) -> bool:
+            """Start a session's kernel and wait for it; False if it could not bind a port. The
+            server picks free ports and the kernel binds them later: another process can take one
+            in between (once, 12's 36 cells errored so, on "Address already in use")."""
+            seen = len(self.lab.log_tail(lines=100_000))
             self.session, self.kernel_id = self.lab.start_session(self.served)
             self.kc = BlockingKernelClient()
             self.kc.load_connection_file(str(self.lab.connection_file(self.kernel_id)))
@@ -153,8 +171,10 @@ def _attach_nbval_to_jupyterlab() -> None:
             while True:
                 try:
                     self.kc.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
-                    break
+                    return True
                 except RuntimeError as exc:  # "Kernel died before replying to kernel_info"
+                    if PORT_TAKEN in self.lab.log_tail(lines=100_000)[seen:]:
+                        return False
                     # A client without the kernel's process judges it by heartbeats, and a busy
                     # 2-core machine can delay one past its 1 s limit (one notebook's 15 cells
                     # errored so, in a native run): ask the server, which watches the process,
@@ -163,7 +183,6 @@ def _attach_nbval_to_jupyterlab() -> None:
                         raise RuntimeError(
                             f"{exc}; the server's log ends:\n{self.lab.log_tail()}"
                         ) from exc
-            self._ensure_iopub_up()
 
         def server_says_alive(self) -> bool:
             """Whether the JupyterLab server, which started the kernel's process, has it alive."""
