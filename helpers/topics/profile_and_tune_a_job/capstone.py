@@ -236,24 +236,20 @@ def capstone_summary(table: Any) -> str:
     if steps.empty:
         return head
     exact = table.attrs.get("exact gains", {})  # a table read back from a file has the rounded
-    iqr = {
-        n: exact[n][1:] if n in exact else timing.span(r["gain q1-q3"]) for n, r in steps.iterrows()
+    gain = {
+        n: exact.get(n, (r["gain"], *timing.span(r["gain q1-q3"]))) for n, r in steps.iterrows()
     }
-    best = max(steps.index, key=lambda n: exact[n][0] if n in exact else steps.loc[n, "gain"])
-    if iqr[best][0] <= 1.0:
-        return (
-            f"{head}; no single step gained clearly (the largest, {best}, "
-            f"{steps.loc[best, 'gain']:.2f}x, quartile ratios {steps.loc[best, 'gain q1-q3']}x)"
-        )
-    tied = [
-        name
-        for name in steps.index  # a step whose spread reaches below 1x may not have gained at all
-        if name != best and iqr[name][1] >= iqr[best][0] and iqr[name][0] > 1.0
-    ]
-    named = ", ".join(
-        f"{name} ({steps.loc[name, 'gain']:.2f}x, quartile ratios {steps.loc[name, 'gain q1-q3']}x)"
-        for name in [best, *sorted(tied, key=lambda name: -steps.loc[name, "gain"])]
-    )
+    best = max(gain, key=lambda n: gain[n][0])
+
+    def said(n: str) -> str:  # the ends as verdicts prints them: a low end of 1.003 is not "1.00"
+        low, high = (verdicts._two(v) for v in gain[n][1:])
+        return f"{gain[n][0]:.2f}x, quartile ratios {low}-{high}x"
+
+    if gain[best][1] <= 1.0:
+        return f"{head}; no single step gained clearly (the largest, {best}, {said(best)})"
+    # a step whose spread reaches below 1x may not have gained at all
+    tied = [n for n in gain if n != best and gain[n][2] >= gain[best][1] and gain[n][1] > 1.0]
+    named = ", ".join(f"{n} ({said(n)})" for n in [best, *sorted(tied, key=lambda n: -gain[n][0])])
     return f"{head}; " + (
         f"the biggest single step: {named}"
         if not tied

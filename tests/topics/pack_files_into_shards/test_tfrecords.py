@@ -428,6 +428,21 @@ def test_an_unreadable_shard_is_feedback_not_an_exception(tmp_path, data, monkey
     ), feedback
 
 
+def test_a_shard_gone_while_read_is_feedback_not_an_exception(tmp_path, data, monkeypatch):
+    import tensorflow as tf
+
+    images, labels = data
+    out = tfrecords.fresh_dir(tmp_path / "gone")
+    solve(out, images, labels)
+
+    def gone(path, **kwargs):  # removed after its first two bytes were read
+        raise tf.errors.NotFoundError(None, None, f"{path}; No such file or directory")
+
+    monkeypatch.setattr(tf.data, "TFRecordDataset", gone)
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert not feedback and "v-0-of-2.tfrecord.gz could not be read: " in repr(feedback), feedback
+
+
 def test_shards_named_otherwise_are_found_and_mistakes_explained(tmp_path, data):
     import tensorflow as tf
 

@@ -229,6 +229,15 @@ def test_stage_table_from_timings():
     line = capstone.capstone_summary(capstone.stage_table(touching, [0, 5, 7], {}))
     assert f"the biggest single step: {names[5]} (1.49x" in line, line
     assert names[7] not in line.split(";")[1], line
+    # A low end of 1.003 is a clear gain, and prints as one: not "1.00", which reads as touching 1x
+    just = {
+        0: Timing(names[0], (1.0,) * 3, items=256),
+        5: Timing(names[5], (1 / 1.003,) * 3, items=256),
+    }
+    line = capstone.capstone_summary(capstone.stage_table(just, [0, 5], {}))
+    assert f"the biggest single step: {names[5]} (1.00x, quartile ratios 1.003-1.003x)" in line, (
+        line
+    )
     clear = {
         0: Timing(names[0], (4.0, 4.0, 4.0), items=256),
         5: Timing(names[5], (2.0, 2.0, 2.0), items=256),
