@@ -162,7 +162,7 @@ def _attach_nbval_to_jupyterlab() -> None:
             """Start a session's kernel and wait for it; False if it could not bind a port. The
             server picks free ports and the kernel binds them later: another process can take one
             in between (once, 12's 36 cells errored so, on "Address already in use")."""
-            seen = len(self.lab.log_tail(lines=100_000))
+            seen = len(self.lab.log_text())
             self.session, self.kernel_id = self.lab.start_session(self.served)
             self.kc = BlockingKernelClient()
             self.kc.load_connection_file(str(self.lab.connection_file(self.kernel_id)))
@@ -173,7 +173,7 @@ def _attach_nbval_to_jupyterlab() -> None:
                     self.kc.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
                     return True
                 except RuntimeError as exc:  # "Kernel died before replying to kernel_info"
-                    if PORT_TAKEN in self.lab.log_tail(lines=100_000)[seen:]:
+                    if PORT_TAKEN in self.lab.log_text()[seen:]:
                         return False
                     # A client without the kernel's process judges it by heartbeats, and a busy
                     # 2-core machine can delay one past its 1 s limit (one notebook's 15 cells

@@ -107,14 +107,15 @@ class Lab:
         except OSError:
             return False
 
+    def log_text(self) -> str:
+        """The server's whole log so far ("" before it has one): read from a length taken
+        before an action, it holds what the action logged."""
+        log = self.root.parent / "lab.log"
+        return log.read_text(errors="replace") if log.exists() else ""
+
     def log_tail(self, lines: int = 30) -> str:
         """The end of the server's log (kernel deaths and restarts show there)."""
-        log = self.root.parent / "lab.log"
-        return (
-            "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-            if log.exists()
-            else "(no log)"
-        )
+        return "\n".join(self.log_text().splitlines()[-lines:]) or "(no log)"
 
     def add_notebook(self, path: Path) -> str:
         """Copy a notebook into the served folder without its outputs; return its served path."""
