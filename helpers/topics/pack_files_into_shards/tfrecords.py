@@ -277,7 +277,9 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
                     )
                 count += 1
         except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as exc:  # gone meanwhile
-            return not_yet(f"{path.name} could not be read: {(exc.message or '').splitlines()[0]}")
+            return not_yet(
+                f"{path.name} could not be read: {''.join((exc.message or '').splitlines()[:1])}"
+            )
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
             reason = "".join((exc.message or "").splitlines()[:1]).split("}} ")[-1][:200]
             return not_yet(

@@ -442,6 +442,13 @@ def test_a_shard_gone_while_read_is_feedback_not_an_exception(tmp_path, data, mo
     feedback = tfrecords.check_two_gzip_shards(out, images, labels)
     assert not feedback and "v-0-of-2.tfrecord.gz could not be read: " in repr(feedback), feedback
 
+    def silent(path, **kwargs):  # an error with no message at all is feedback too
+        raise tf.errors.PermissionDeniedError(None, None, "")
+
+    monkeypatch.setattr(tf.data, "TFRecordDataset", silent)
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert not feedback and "v-0-of-2.tfrecord.gz could not be read" in repr(feedback), feedback
+
 
 def test_shards_named_otherwise_are_found_and_mistakes_explained(tmp_path, data):
     import tensorflow as tf
