@@ -133,97 +133,15 @@ def _lab():
     return lab.shared_lab(), lab.shared_browser()
 
 
-#: What a kernel's log says when a port the server chose for it was taken before it bound it.
-PORT_TAKEN = "zmq.error.ZMQError: Address already in use"
-
-
 def _attach_nbval_to_jupyterlab() -> None:
     """Make nbval run each notebook in a kernel of this process's JupyterLab server."""
-    from jupyter_client import BlockingKernelClient
-    from nbval.kernel import RunningKernel
     from nbval.plugin import IPyNbFile
 
-    class LabKernel(RunningKernel):
-        """nbval's kernel interface on a kernel that a JupyterLab session owns."""
-
-        def __init__(self, path: Path, startup_timeout: float) -> None:
-            self.lab, _ = _lab()
-            self.served = self.lab.add_notebook(path)
-            for _ in range(3):  # a kernel whose port was taken is started afresh, on new ports
-                if self._start(startup_timeout):
-                    break
-                self.kc.stop_channels()
-                self.lab.end_session(self.session)  # the server would restart it on the same ports
-            else:
-                raise RuntimeError(f"3 kernels found a port taken:\n{self.lab.log_tail()}")
-            self._ensure_iopub_up()
-
-        def _start(self, startup_timeout: float) -> bool:
-            """Start a session's kernel and wait for it; False if it could not bind a port. The
-            server picks free ports and the kernel binds them later: another process can take one
-            in between (once, 12's 36 cells errored so, on "Address already in use")."""
-            seen = len(self.lab.log_text())
-            self.session, self.kernel_id = self.lab.start_session(self.served)
-            self.kc = BlockingKernelClient()
-            self.kc.load_connection_file(str(self.lab.connection_file(self.kernel_id)))
-            self.kc.start_channels()
-            deadline = time.monotonic() + startup_timeout
-            while True:
-                try:
-                    self.kc.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
-                    return True
-                except RuntimeError as exc:  # "Kernel died before replying to kernel_info"
-                    if PORT_TAKEN in self.lab.log_text()[seen:]:
-                        return False
-                    # A client without the kernel's process judges it by heartbeats, and a busy
-                    # 2-core machine can delay one past its 1 s limit (one notebook's 15 cells
-                    # errored so, in a native run): ask the server, which watches the process,
-                    # before giving up.
-                    if time.monotonic() > deadline or not self.server_says_alive():
-                        raise RuntimeError(
-                            f"{exc}; the server's log ends:\n{self.lab.log_tail()}"
-                        ) from exc
-
-        def server_says_alive(self) -> bool:
-            """Whether the JupyterLab server, which started the kernel's process, has it alive."""
-            try:
-                return self.lab.api(f"kernels/{self.kernel_id}")["execution_state"] != "dead"
-            except OSError:  # an HTTP error (the kernel is gone) or no server
-                return False
-
-        def is_alive(self) -> bool:
-            """Alive while the server has it: while nbval holds it (by the process, not the client's
-            heartbeats), and after ``detach`` while its session lasts, so that nbval's teardown
-            still calls ``stop`` (otherwise every notebook's kernel stayed up to the end)."""
-            if self.kc is not None:
-                return self.server_says_alive()
-            return self.session is not None
-
-        def restart(self) -> None:
-            self.lab.api(f"kernels/{self.kernel_id}/restart", method="POST")
-
-        def interrupt(self) -> None:
-            self.lab.api(f"kernels/{self.kernel_id}/interrupt", method="POST")
-
-        def detach(self) -> None:
-            """Let go of the kernel (JupyterLab takes it over); it keeps running."""
-            if self.kc is not None:
-                self.kc.stop_channels()
-                self.kc = None
-
-        def stop(self) -> None:
-            self.detach()
-            if self.session is not None:
-                self.lab.end_session(self.session)
-                self.session = None
-
-        @property
-        def language(self) -> str:
-            return "python"
+    from tests.browser.lab_kernel import LabKernel
 
     def setup(self) -> None:
         self.kernel = LabKernel(
-            Path(str(self.fspath)), self.config.option.nbval_kernel_startup_timeout
+            _lab()[0], Path(str(self.fspath)), self.config.option.nbval_kernel_startup_timeout
         )
         self.setup_sanitize_files()
 
