@@ -19,7 +19,9 @@ def drift_reading(
     """``same``: one setting's median (ms) in each section that timed it; ``sweeps``: those
     sections' tables (``cputune.sweep``), whose first row per workload is that setting. One line
     per median, then the medians' spread and the leads or losses of more than
-    ``verdicts.MIN_EFFECT`` that are no larger than it (they may be that drift, not the setting).
+    ``verdicts.MIN_EFFECT`` that are no larger than it (they may be that drift, not the setting),
+    each worded as its own sweep's verdict reads it (``q1_ms`` and ``q3_ms`` where the table has
+    them): a lead whose quartile ratios cross 1x is no clear difference, not "faster".
     ``openmp_loaded`` False: no child loaded an OpenMP runtime, so a larger gap in the OpenMP
     section has nothing to act on."""
     if len(same) < 2 or not all(ms > 0 for ms in same.values()):
@@ -29,10 +31,11 @@ def drift_reading(
     leads = []
     for table in sweeps.values():
         part = table[table["workload"] == workload].set_index("setting")
-        ratios = part.iloc[0]["median_ms"] / part["median_ms"]  # above 1: faster than the setting
-        for name, r in ratios.iloc[1:].items():
+        base = part.iloc[0]
+        for name, row in part.iloc[1:].iterrows():
+            r = base["median_ms"] / row["median_ms"]  # above 1: faster than the setting
             if abs(r - 1) > verdicts.MIN_EFFECT and max(r, 1 / r) <= drift:
-                leads.append(f"'{name}' {max(r, 1 / r):.2f}x {'faster' if r > 1 else 'slower'}")
+                leads.append(f"'{name}' {max(r, 1 / r):.2f}x {_direction(base, row, r)}")
     lines.append(
         f"The default setting's {workload} medians lie up to {drift:.2f}x apart across the "
         f"{len(same)} sections (one setting, separate processes). "
@@ -52,3 +55,14 @@ def drift_reading(
         )
     )
     return "\n".join(lines)
+
+
+def _direction(base: Any, row: Any, r: float) -> str:
+    """'faster' or 'slower' at the median, and no clear difference where the sweep's quartile
+    ratios cross 1x (``verdicts.outcome``, as the sweep's own verdict line reads it)."""
+    if "q1_ms" not in row.index or "q3_ms" not in row.index:
+        return "faster at the median" if r > 1 else "slower at the median"
+    low, high = base["q1_ms"] / row["q3_ms"], base["q3_ms"] / row["q1_ms"]
+    if verdicts.outcome(low, high, r) == "no clear difference":
+        return f"{'faster' if r > 1 else 'slower'} at the median, no clear difference in its sweep"
+    return "faster" if r > 1 else "slower"
