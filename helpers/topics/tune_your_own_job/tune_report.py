@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from helpers import results, timing, verdicts
-from helpers.topics.tune_your_own_job.tune_readings import (
+from helpers.topics.tune_your_own_job.tune_readings import (  # re-exported: notebook 16 calls them
     bound_reading as bound_reading,
-)  # re-exported: notebook 16
+)
 from helpers.topics.tune_your_own_job.tune_readings import (
     figure as figure,
-)  # re-exported: notebook 16 calls it
-from helpers.topics.tune_your_own_job.tune_readings import (  # re-exported: notebook 16 calls it
+)
+from helpers.topics.tune_your_own_job.tune_readings import (
     head_to_head_reading as head_to_head_reading,
 )
 from helpers.topics.tune_your_own_job.tuning_trials import (
@@ -96,6 +96,8 @@ def table(outcomes: Mapping[str, Outcome], combined: Mapping[str, Outcome] | Non
             exact[COMBINED] = rate_ratio(combined[BASELINE], combined[COMBINED])
     frame = pd.DataFrame([first, *rows]).set_index("trial")
     frame.attrs["exact"] = exact
+    if COMBINED in exact:  # the job's rerun that the combined gain is over, in examples/s
+        frame.attrs["rerun"] = _row(combined[BASELINE], combined[BASELINE])["examples/s"]
     return frame
 
 
@@ -210,9 +212,16 @@ def summary(frame: Any, second: Any = None) -> str:
             places = next((d for d in range(3, 9) if f"{product:.{d}f}" != f"{edge:.{d}f}"), 8)
             exact = f"{product:.{places}f}x against {edge:.{places}f}x"
             shown = f"{product:.2f}x, just {side} ({exact}) "
+        rerun, first = frame.attrs.get("rerun"), frame.at[BASELINE, "examples/s"]
         parts.append(
             f"All of them together: {c['gain']:.2f}x "
-            f"({c['gain q1-q3']} from the quartiles of both); "
+            + (
+                f"over the job run again beside them ({rerun:,.0f} examples/s, {first:,.0f} in the "
+                "first rotation) "
+                if rerun
+                else ""
+            )
+            + f"({c['gain q1-q3']} from the quartiles of both); "
             "the product of their gains "
             f"measured {'alone and on top' if on_top_paid else 'one at a time'} "
             f"is {shown}that range"
@@ -242,15 +251,8 @@ def markdown(frame: Any, job: str, stamp: str, second: Any = None) -> str:
         "|---|--:|--:|---|---|--:|---|",
     ]
     for name, r in frame.iterrows():
-        cells = [
-            name,
-            r["examples/s"],
-            r["gain"],
-            r["gain q1-q3"],
-            r["verdict"],
-            r["loss"],
-            r["note"],
-        ]
+        columns = ("examples/s", "gain", "gain q1-q3", "verdict", "loss", "note")
+        cells = [name, *(r[c] for c in columns)]
         lines.append(
             "| " + " | ".join(results.cell("" if v is None or v != v else v) for v in cells) + " |"
         )
