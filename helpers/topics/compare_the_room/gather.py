@@ -60,7 +60,7 @@ def one_run(record: dict[str, Any]) -> bool:
     """A record from a single run of each side: its spread says nothing of a rerun. That is one
     repeat, or one fresh process (``params`` with ``rounds`` 1): repeats or epochs inside one
     process share its memory layout and threads, and differ less than two processes do (results
-    recorded before the workbook counted processes hold such spreads)."""
+    the quick bench once recorded in one process a side hold such spreads)."""
     params = record.get("params")
     rounds = params.get("rounds", 2) if isinstance(params, dict) else 2
     return record.get("repeats", 2) < 2 or (isinstance(rounds, int) and rounds < 2)
@@ -140,16 +140,13 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
     for k, r in enumerate(results):
         y = np.arange(len(ids)) + k * height
         values = speedups[r.label].to_numpy()
-        low = [
-            v - r.records[i]["spread"][0] if i in r.records else 0
-            for i, v in zip(ids, values, strict=True)
-        ]
-        high = [
-            r.records[i]["spread"][1] - v if i in r.records else 0
-            for i, v in zip(ids, values, strict=True)
-        ]
+        spread = {  # no whiskers where there is no spread to judge: one run, or one process, a side
+            i: r.records[i]["spread"] for i in ids if i in r.records and not one_run(r.records[i])
+        }
+        low = [v - spread[i][0] if i in spread else 0 for i, v in zip(ids, values, strict=True)]
+        high = [spread[i][1] - v if i in spread else 0 for i, v in zip(ids, values, strict=True)]
         values = np.nan_to_num(values, nan=1.0)  # a comparison not run: no bar
-        ax.barh(
+        bars = ax.barh(
             y,
             values - 1.0,
             left=1.0,
@@ -159,6 +156,9 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
             color=colors(k % colors.N),
             label=f"{r.label}: {r.stamp}",
         )  # from 1x: right is faster, left is slower
+        for bar, i in zip(bars, ids, strict=True):
+            if i in r.records and i not in spread:
+                bar.set_hatch("///")  # a single run or process a side: hatched, no whiskers
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ticks = [
@@ -168,8 +168,9 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
     ax.minorticks_off()
     ax.set_yticks(np.arange(len(ids)) + 0.4 - height / 2, ids, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel(  # two lines: the ids (<notebook>.<name>) take much of the width
-        "speed-up of the variant over the baseline\n(log scale; whiskers: spread of the runs)"
+    ax.set_xlabel(  # three short lines: the ids (<notebook>.<name>) take much of the width
+        "speed-up of the variant over the baseline (log scale)\nwhiskers: spread of the runs\n"
+        "hatched: one run or process a side, no spread"
     )
     others = sum(len(table(results, k)) for k in KINDS if k != "speed-up")
     ax.set_title(

@@ -352,6 +352,18 @@ def _bob_reads(tmp_path: Path, real_result: Any, **record: Any) -> tuple[list[An
     return gather.load(tmp_path)[0], data
 
 
+def _bar_containers(fig):
+    from matplotlib.container import BarContainer
+
+    return [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
+
+
+def _whisker_length(bars) -> float:
+    """The drawn length of the first bar's whisker (0 where none is drawn)."""
+    (x0, _), (x1, _) = bars.errorbar.lines[2][0].get_segments()[0]
+    return abs(x1 - x0)
+
+
 def test_a_record_of_one_process_a_side_is_a_single_run(tmp_path, real_result):
     # Repeats inside one process differ less than two processes do: a record whose params say one
     # round (one fresh process a side) has no spread worth judging, whatever its repeats.
@@ -364,6 +376,14 @@ def test_a_record_of_one_process_a_side_is_a_single_run(tmp_path, real_result):
     ]
     text = gather.markdown(results)
     assert "| 0.50x (1 run) |" in text and "Medians both ways, not judged:" in text
+    # the figure draws it hatched, without whiskers: a spread it does not judge is not drawn as one
+    bars = {
+        r.label: c for r, c in zip(results, _bar_containers(gather.figure(results)), strict=True)
+    }
+    assert (
+        bars["bob"].patches[0].get_hatch() == "///" and bars["alice"].patches[0].get_hatch() is None
+    )
+    assert _whisker_length(bars["bob"]) == 0 and _whisker_length(bars["alice"]) > 0
     data["comparisons"][0]["params"] = {"rounds": 3}  # three processes a side: judged
     (tmp_path / "bob" / "bench.json").write_text(json.dumps(data))
     results, _ = gather.load(tmp_path)
