@@ -573,18 +573,23 @@ def test_the_reading_says_when_end_to_end_quartiles_cross_a_line():
     assert "below even the two taking turns" in reading and "either way" not in reading
 
 
+def _reading_of(seconds: dict) -> str:
+    """The bound reading of three sides timed as given (2,048 examples a call)."""
+    from helpers import timing
+
+    timings = {k: timing.Timing(k, v, 2048) for k, v in seconds.items()}
+    return tune_report.bound_reading(timing.comparison_table(timings, "end to end"))
+
+
 def test_the_reading_says_when_a_side_alone_jumped_across_a_line():
     """Notebook 16's next run: end to end steady, the pipeline alone at two levels (0.74 and
     1.27 s for 2,048 examples): at its fast level the two would fall below taking turns."""
-    from helpers import timing
-
     seconds = {
         "end to end": (2.55, 2.07, 2.62, 2.55, 2.60),
         "data only": (1.27, 0.74, 1.27, 0.75, 1.27),
         "compute only": (1.52, 1.44, 1.54, 1.49, 1.53),
     }
-    timings = {k: timing.Timing(k, v, 2048) for k, v in seconds.items()}
-    reading = tune_report.bound_reading(timing.comparison_table(timings, "end to end"))
+    reading = _reading_of(seconds)
     assert "the two take turns on the same cores" in reading
     assert "But the pipeline's quartiles span 1,613 to 2,731/s" in reading, reading
     assert "end to end's quartiles" not in reading and "the model's" not in reading
@@ -600,15 +605,12 @@ def test_end_to_end_above_the_slower_side_is_not_read_as_overlap():
     """Notebook 16's saved run (2026-11-30): end to end 1,077/s, 134 % of the model alone (802/s,
     its quartiles at two levels). The reading filed that as "overlap", and its caveat offered
     "overlap or take turns"; it is the case the notebook's text says the reading cannot explain."""
-    from helpers import timing
-
     seconds = {
         "end to end": (1.90, 1.85, 2.61, 1.90, 1.97),
         "data only": (0.741, 0.701, 1.27, 0.705, 1.27),
         "compute only": (2.55, 1.30, 2.56, 1.32, 2.55),
     }
-    timings = {k: timing.Timing(k, v, 2048) for k, v in seconds.items()}
-    reading = tune_report.bound_reading(timing.comparison_table(timings, "end to end"))
+    reading = _reading_of(seconds)
     assert "134% of the slower of the two" in reading
     assert "End to end is above the slower side alone" in reading and "rerun" in reading
     assert "whether the two take turns or end to end beats the slower side alone" in reading
