@@ -73,7 +73,8 @@ def throughputs(
     runs: dict[str, Any], n_images: int, repeats: int = 3, on_progress: ProgressFn | None = None
 ) -> Any:
     """Images per second of each of the notebook's ``training_runs(dataset, n_images)`` (``runs``),
-    with CPU (and GPU) utilisation sampled during each run's repeats."""
+    with CPU (and GPU) utilisation sampled during each run's timed repeats (its warm-up call runs
+    before the sampler starts)."""
     import pandas as pd
 
     from helpers import timing
@@ -84,8 +85,9 @@ def throughputs(
         )
     rows = []
     for i, (name, fn) in enumerate(runs.items(), start=1):
-        with UtilizationSampler(interval=0.1) as sampler:
-            measured = timing.measure(fn, repeats=repeats, items=n_images, label=name)
+        timing.force(fn())  # the warm-up (tracing, first batches), outside the sampled window
+        with UtilizationSampler(interval=0.1) as sampler:  # so the CPU figures cover the timed runs
+            measured = timing.measure(fn, warmup=0, repeats=repeats, items=n_images, label=name)
         usage = sampler.summary()
         per_core = usage.get("cpu_per_core")
         rows.append(

@@ -362,3 +362,31 @@ def test_switch_variants_give_every_image_once(shards):
 def test_epoch_timers_refuse_an_empty_mapping():
     with pytest.raises(ValueError, match="non-empty dict"):
         pipelines.epoch_timers({})
+
+
+def test_throughputs_sample_the_cpu_during_the_timed_runs_only(monkeypatch):
+    """The warm-up call (tracing, first batches) runs before the sampler starts, so the CPU
+    figures cover the same runs as the images per second (they once covered the warm-up too)."""
+    from helpers.topics.tune_input_pipeline import pipelines_measure
+
+    sampling, calls = [False], {"data only": [], "compute only": [], "end to end": []}
+
+    class Sampler:
+        def __init__(self, interval):
+            pass
+
+        def __enter__(self):
+            sampling[0] = True
+            return self
+
+        def __exit__(self, *exc):
+            sampling[0] = False
+
+        def summary(self):
+            return {"cpu_mean": 50.0}
+
+    monkeypatch.setattr(pipelines_measure, "UtilizationSampler", Sampler)
+    runs = {name: (lambda name=name: calls[name].append(sampling[0])) for name in calls}
+    table = pipelines_measure.throughputs(runs, 10, repeats=2)
+    assert all(seen == [False, True, True] for seen in calls.values()), calls
+    assert list(table["cpu_mean"]) == [50.0] * 3
