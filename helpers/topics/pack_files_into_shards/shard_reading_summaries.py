@@ -110,10 +110,17 @@ def cold_summary(warm: Any, cold: Any, file_bytes: dict[str, int], disk: Sequenc
             else "below half the disk's rate: not held back by its throughput but by work per "
             f"{per}, or the CPU"
         )
+        low = cold.loc[name, "q1_s"] / warm.loc[name, "q3_s"]  # cold over warm, from quartiles
+        high = cold.loc[name, "q3_s"] / warm.loc[name, "q1_s"]
+        spread = f"quartile ratios {low:.2f}-{high:.2f}x"
         latency = (  # the disk's throughput aside, what reading from it cost (or warm noise)
-            f"; reading from the disk added {slower - 1:.0%} to the warm time (the disk's latency, "
-            "unless the warm passes fell in a fast and a slow group: see whether the warm row's "
-            "min or max lies far from its median)"
+            f"; reading from the disk added {slower - 1:.0%} to the warm time ({spread}: the cost "
+            "of going to the disk beyond its throughput, its latency, unless the warm passes fell "
+            "in a fast and a slow group: see whether the warm row's min or max lies far from its "
+            "median)"
+            if slower > 1.1 and low > 1
+            else f"; the cold median is {slower - 1:.0%} above the warm one, but the two rows' "
+            f"runs overlap ({spread}): this run cannot tell reading from the disk from noise"
             if slower > 1.1
             else "; faster cold than warm: the warm passes spread wide (see whether the warm "
             "row's min or max lies far from its median), so read this ratio as noise"
