@@ -8,11 +8,12 @@ retry on a port taken, can be tested with a stand-in server (``tests/test_lab_ke
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from jupyter_client import BlockingKernelClient
 from nbval.kernel import RunningKernel
+
+from helpers.deadline import Deadline
 
 #: What a kernel's log says when a port the server chose for it was taken before it bound it.
 PORT_TAKEN = "zmq.error.ZMQError: Address already in use"
@@ -50,10 +51,10 @@ class LabKernel(RunningKernel):
         self.kc = self.client()
         self.kc.load_connection_file(str(self.lab.connection_file(self.kernel_id)))
         self.kc.start_channels()
-        deadline = time.monotonic() + startup_timeout
+        deadline = Deadline(startup_timeout, f"kernel {self.kernel_id} to start")
         while True:
             try:
-                self.kc.wait_for_ready(timeout=max(1.0, deadline - time.monotonic()))
+                self.kc.wait_for_ready(timeout=max(1.0, deadline.left()))
                 return True
             except RuntimeError as exc:  # "Kernel died before replying to kernel_info"
                 if PORT_TAKEN in self.lab.log_text()[seen:]:
@@ -62,7 +63,7 @@ class LabKernel(RunningKernel):
                 # 2-core machine can delay one past its 1 s limit (one notebook's 15 cells
                 # errored so, in a native run): ask the server, which watches the process,
                 # before giving up.
-                if time.monotonic() > deadline or not self.server_says_alive():
+                if deadline.passed or not self.server_says_alive():
                     raise RuntimeError(
                         f"{exc}; the server's log ends:\n{self.lab.log_tail()}"
                     ) from exc

@@ -120,6 +120,9 @@ def missing(results: Sequence[Result]) -> list[str]:
     ]
 
 
+_WHISKERS = {"fmt": "none", "ecolor": "black", "capsize": 2}  # a label "_..." stays off the legend
+
+
 def figure(results: Sequence[Result], title: str = "") -> Any:
     """Each comparison's speed-up per machine (log scale; 1x marked), machines named by their
     stamps. Other ratios (size ratios, shares of a bound) are not speed-ups: ``markdown`` lists
@@ -143,19 +146,19 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
         spread = {  # no whiskers where there is no spread to judge: one run, or one process, a side
             i: r.records[i]["spread"] for i in ids if i in r.records and not one_run(r.records[i])
         }
-        low = [v - spread[i][0] if i in spread else 0 for i, v in zip(ids, values, strict=True)]
-        high = [spread[i][1] - v if i in spread else 0 for i, v in zip(ids, values, strict=True)]
         values = np.nan_to_num(values, nan=1.0)  # a comparison not run: no bar
         bars = ax.barh(
             y,
             values - 1.0,
             left=1.0,
             height=height,
-            xerr=[np.clip(low, 0, None), np.clip(high, 0, None)],
-            capsize=2,
             color=colors(k % colors.N),
             label=f"{r.label}: {r.stamp}",
         )  # from 1x: right is faster, left is slower
+        at = [n for n, i in enumerate(ids) if i in spread]  # whiskers (and caps) only there
+        low = [max(values[n] - spread[ids[n]][0], 0) for n in at]
+        high = [max(spread[ids[n]][1] - values[n], 0) for n in at]
+        ax.errorbar(values[at], y[at], xerr=[low, high], label=f"_whiskers {r.label}", **_WHISKERS)
         for bar, i in zip(bars, ids, strict=True):
             if i in r.records and i not in spread:
                 bar.set_hatch("///")  # a single run or process a side: hatched, no whiskers
