@@ -147,7 +147,7 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
             i: r.records[i]["spread"] for i in ids if i in r.records and not one_run(r.records[i])
         }
         values = np.nan_to_num(values, nan=1.0)  # a comparison not run: no bar
-        bars = ax.barh(
+        ax.barh(
             y,
             values - 1.0,
             left=1.0,
@@ -159,9 +159,11 @@ def figure(results: Sequence[Result], title: str = "") -> Any:
         low = [max(values[n] - spread[ids[n]][0], 0) for n in at]
         high = [max(spread[ids[n]][1] - values[n], 0) for n in at]
         ax.errorbar(values[at], y[at], xerr=[low, high], label=f"_whiskers {r.label}", **_WHISKERS)
-        for bar, i in zip(bars, ids, strict=True):
-            if i in r.records and i not in spread:
-                bar.set_hatch("///")  # a single run or process a side: hatched, no whiskers
+        # records without a spread: a hatched layer over their bars (hatching a bar itself would
+        # hatch the legend's key wherever a machine's first bar is such a record)
+        one = [n for n, i in enumerate(ids) if i in r.records and i not in spread]
+        hatch = {"fill": False, "hatch": "///", "label": f"_hatched {r.label}"}
+        ax.barh(y[one], values[one] - 1.0, left=1.0, height=height, **hatch)
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xscale("log")
     ticks = [

@@ -352,10 +352,13 @@ def _bob_reads(tmp_path: Path, real_result: Any, **record: Any) -> tuple[list[An
     return gather.load(tmp_path)[0], data
 
 
-def _bar_containers(fig):
+def _bars(fig, label: str):
+    """A machine's bars, and the hatched layer over those of its records that have no spread."""
     from matplotlib.container import BarContainer
 
-    return [c for c in fig.axes[0].containers if isinstance(c, BarContainer)]
+    found = {c.get_label(): c for c in fig.axes[0].containers if isinstance(c, BarContainer)}
+    main = next(c for name, c in found.items() if name.startswith(f"{label}: "))
+    return main, found[f"_hatched {label}"]
 
 
 def _whiskers(fig, label: str) -> int:
@@ -383,15 +386,12 @@ def test_a_record_of_one_process_a_side_is_a_single_run(tmp_path, real_result):
     text = gather.markdown(results)
     assert "| 0.50x (1 run) |" in text and "Medians both ways, not judged:" in text
     # the figure draws it hatched, without whiskers: a spread it does not judge is not drawn as one
-    bars = {
-        r.label: c for r, c in zip(results, _bar_containers(gather.figure(results)), strict=True)
-    }
-    assert (
-        bars["bob"].patches[0].get_hatch() == "///" and bars["alice"].patches[0].get_hatch() is None
-    )
     fig = gather.figure(results)
-    assert _whiskers(fig, "alice") == len(bars["alice"].patches)  # every record has a spread
-    assert _whiskers(fig, "bob") == len(bars["bob"].patches) - 1  # not the one-process record
+    (alice, alice_hatched), (bob, bob_hatched) = _bars(fig, "alice"), _bars(fig, "bob")
+    assert len(alice_hatched.patches) == 0 and len(bob_hatched.patches) == 1
+    assert bob_hatched.patches[0].get_hatch() == "///" and bob.patches[0].get_hatch() is None
+    assert _whiskers(fig, "alice") == len(alice.patches)  # every record has a spread
+    assert _whiskers(fig, "bob") == len(bob.patches) - 1  # not the one-process record
     data["comparisons"][0]["params"] = {"rounds": 3}  # three processes a side: judged
     (tmp_path / "bob" / "bench.json").write_text(json.dumps(data))
     results, _ = gather.load(tmp_path)
