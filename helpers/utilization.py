@@ -37,19 +37,23 @@ class UtilizationSampler:
         return self
 
     def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def _sample(self) -> None:
+        """One sample: each core's use since the last one (psutil's reference point)."""
         import psutil
 
-        while not self._stop.wait(self.interval):
-            self.cpu.append(psutil.cpu_percent(percpu=True))
-            if self._nvml is not None and self.gpu is not None:
-                self.gpu.append(
-                    float(self._nvml[0].nvmlDeviceGetUtilizationRates(self._nvml[1]).gpu)
-                )
+        self.cpu.append(psutil.cpu_percent(percpu=True))
+        if self._nvml is not None and self.gpu is not None:
+            self.gpu.append(float(self._nvml[0].nvmlDeviceGetUtilizationRates(self._nvml[1]).gpu))
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+            self._sample()  # the time since the last sample, so a block shorter than one
+            # interval is sampled too (it once had no sample, and read as 0 % busy)
         self._thread = None
 
     @property

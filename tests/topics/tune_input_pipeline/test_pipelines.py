@@ -112,6 +112,18 @@ def test_sampler_starts_samples_and_stops():
     assert len(summary["cpu_per_core"]) >= 1 and 0 <= summary["cpu_mean"] <= 100
 
 
+def test_a_block_shorter_than_one_interval_is_sampled_at_exit():
+    """throughputs samples only the timed runs: one short run must not read as no sample and
+    0 % busy (a run of `make test` failed so once)."""
+    with UtilizationSampler(interval=30) as sampler:
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            sum(i * i for i in range(1000))
+    summary = sampler.summary()
+    assert summary["samples"] == 1 and len(summary["cpu_per_core"]) >= 1
+    assert 0 < summary["cpu_mean"] <= 100  # the loop above kept a core busy
+
+
 def test_sampler_stops_when_the_block_raises():
     with pytest.raises(RuntimeError), UtilizationSampler(interval=0.01):
         raise RuntimeError("boom")
