@@ -461,6 +461,33 @@ def _pipeline_answers():
     def raises(paths, decode=decode_record):
         raise ValueError("not written yet")
 
+    spec = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+    }
+    jpeg = tf.io.decode_jpeg  # bound before the check runs: its calls go uncounted
+
+    def parse_bound(raw):
+        parsed = tf.io.parse_single_example(raw, spec)
+        return jpeg(parsed["image"], channels=3), parsed["label"]
+
+    def bound_decode(paths, decode=None):  # correct, with a decode function bound beforehand
+        dataset = tf.data.TFRecordDataset(paths).map(parse_bound, num_parallel_calls=auto).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    def bound_decode_after_cache(paths, decode=None):  # bound, and decoding every epoch
+        dataset = tf.data.TFRecordDataset(paths).cache().map(parse_bound, num_parallel_calls=auto)
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    def crop_while_decoding(paths, decode=None):  # correct: decode_and_crop_jpeg, a 60x60 window
+        def parse(raw):
+            parsed = tf.io.parse_single_example(raw, spec)
+            window = [2, 2, 60, 60]  # crop_y, crop_x, height, width: the same window every epoch
+            return tf.io.decode_and_crop_jpeg(parsed["image"], window, channels=3), parsed["label"]
+
+        dataset = tf.data.TFRecordDataset(paths).map(parse, num_parallel_calls=auto).cache()
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
     return [
         ("stub", stub, False, "augmentation before the cache"),
         ("solution", solution, True, "fresh augmentation"),
@@ -482,12 +509,15 @@ def _pipeline_answers():
         ("stateless seeds replayed", seeds_repeat, False, "rerandomize_each_iteration=True"),
         ("file names shuffled, then the cache", files_shuffled, True, "fresh augmentation"),
         ("num_parallel_calls=1", one_thread, False, "1 map(s) on one thread"),
+        ("decode bound beforehand", bound_decode, True, "decoding before the cache (read from"),
+        ("bound, after the cache", bound_decode_after_cache, False, "decodes after the cache"),
+        ("decode_and_crop_jpeg", crop_while_decoding, True, "64 decodes"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(15),
+    range(18),
     ids=[
         "stub",
         "solution",
@@ -504,6 +534,9 @@ def _pipeline_answers():
         "seeds-replayed",
         "files-shuffled",
         "one-thread",
+        "bound-decode",
+        "bound-after-cache",
+        "decode-and-crop",
     ],
 )
 def test_reordered_grader(row, shards):
@@ -517,6 +550,7 @@ def test_reordered_grader(row, shards):
     assert given == shards  # the check did not change the list it was given
     assert tf.io.decode_jpeg is tf.image.decode_jpeg and "counted" not in tf.io.decode_jpeg.__name__
     assert "counted" not in tf.io.decode_image.__name__
+    assert "counted" not in tf.io.decode_and_crop_jpeg.__name__
 
 
 def test_reordered_grader_explains_a_cache_file_from_an_earlier_run(shards, tmp_path):
@@ -532,6 +566,22 @@ def test_reordered_grader_explains_a_cache_file_from_an_earlier_run(shards, tmp_
 
     judge(pipelines.check_reordered(to_file, shards, 64), True, "fresh augmentation")
     judge(pipelines.check_reordered(to_file, shards, 64), False, "cache file from an earlier run")
+
+    jpeg = tf.io.decode_jpeg  # bound beforehand: no decode is counted, even in the first run
+
+    def bound_to_file(paths, decode=None):
+        def parse(raw):
+            parsed = tf.io.parse_single_example(
+                raw, {"image": tf.io.FixedLenFeature([], tf.string)}
+            )
+            return jpeg(parsed["image"], channels=3), 0
+
+        dataset = tf.data.TFRecordDataset(paths).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.cache(str(tmp_path / "bound"))
+        return dataset.map(augment_random, num_parallel_calls=tf.data.AUTOTUNE).batch(64)
+
+    judge(pipelines.check_reordered(bound_to_file, shards, 64), True, "read from the graph")
+    judge(pipelines.check_reordered(bound_to_file, shards, 64), False, "cache file from an earlier")
 
 
 # --- 01: the graph of z = x @ w + b -------------------------------------------------------------

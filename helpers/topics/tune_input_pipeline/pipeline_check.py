@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from helpers import checks
@@ -14,10 +16,13 @@ from helpers.topics.tune_input_pipeline.pipelines_measure import MAX_IMAGES, les
 READERS = ("TFRecordDataset", "Interleave", "FlatMap")  # ops that turn file names into records
 
 
-def pipeline_faults(dataset: Any) -> list[str]:
-    """What the dataset's graph (as built, before tf.data's own rewrites) shows against the
-    exercise: a shuffle of records between the reader and the cache, or a map without parallel
-    calls. Empty where the graph cannot be read (nothing to say, rather than a wrong word)."""
+DECODES = ("decode_jpeg", "decode_image", "decode_and_crop_jpeg")  # counted, in tf.io and tf.image
+DECODE_OPS = {"DecodeJpeg", "DecodeImage", "DecodeAndCropJpeg"}  # what they put in a graph
+
+
+def dataset_graph(dataset: Any) -> Any:
+    """The dataset's graph as built, before tf.data's own rewrites; None where TensorFlow
+    cannot serialize it (nothing to say then, rather than a wrong word)."""
     import tensorflow as tf
 
     graph = tf.compat.v1.GraphDef()
@@ -29,6 +34,62 @@ def pipeline_faults(dataset: Any) -> list[str]:
             ).numpy()
         )
     except Exception:  # a dataset TensorFlow cannot serialize
+        return None
+    return graph
+
+
+def decodes_in_graph(graph: Any) -> tuple[int, int, list[str]]:
+    """From the graph: how many dataset nodes run a JPEG decode in their function (or in one it
+    calls), how many of those sit before a cache, and the files caches write to. Read
+    where the count of calls saw none: a decode function bound before the check ran (``from
+    tensorflow.io import decode_jpeg``) is called without passing through the counter."""
+    import tensorflow as tf
+
+    functions = {f.signature.name: f for f in graph.library.function}
+    nodes = {node.name: node for node in graph.node}
+
+    def called(attrs: Any) -> list[str]:
+        return [v.func.name for v in attrs.values() if v.func.name] + [
+            f.name for v in attrs.values() for f in v.list.func
+        ]
+
+    def decodes(names: list[str], seen: set[str]) -> bool:
+        for name in set(names) - seen:
+            seen.add(name)
+            body = functions.get(name)
+            if body is not None and any(
+                n.op in DECODE_OPS or decodes(called(n.attr), seen) for n in body.node_def
+            ):
+                return True
+        return False
+
+    def upstream(name: str, found: set[str]) -> set[str]:
+        for source in nodes[name].input:
+            source = source.split(":")[0].lstrip("^")
+            if source in nodes and source not in found:
+                found.add(source)
+                upstream(source, found)
+        return found
+
+    decoding = {n.name for n in graph.node if decodes(called(n.attr), set())}
+    caches = [n for n in graph.node if n.op.startswith("CacheDataset")]
+    before = set().union(*(upstream(c.name, set()) for c in caches)) if caches else set()
+    files = []
+    for cache in caches:  # CacheDataset(input, filename, ...): "" caches in memory
+        filename = nodes.get(cache.input[1].split(":")[0]) if len(cache.input) > 1 else None
+        if filename is not None and filename.op == "Const":
+            files.append(tf.make_ndarray(filename.attr["value"].tensor).item().decode())
+    return len(decoding), len(decoding & before), [f for f in files if f]
+
+
+def pipeline_faults(dataset: Any) -> list[str]:
+    """What the dataset's graph (as built, before tf.data's own rewrites) shows against the
+    exercise: a shuffle of records between the reader and the cache, or a map without parallel
+    calls. Empty where the graph cannot be read."""
+    import tensorflow as tf
+
+    graph = dataset_graph(dataset)
+    if graph is None:
         return []
     nodes = {node.name: node for node in graph.node}
 
@@ -75,10 +136,8 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
 
     epochs: list[set[bytes]] = [set(), set()]
     seen = 0
-    with (
-        counting_calls((tf.io, tf.image), "decode_jpeg") as jpegs,
-        counting_calls((tf.io, tf.image), "decode_image") as images,
-    ):
+    with ExitStack() as stack:
+        counts = [stack.enter_context(counting_calls((tf.io, tf.image), n)) for n in DECODES]
         # The decode function is given only to an answer that takes one (the notebook's stub does).
         try:
             takes = "decode" in inspect.signature(make).parameters
@@ -87,6 +146,9 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
             )
         except Exception as exc:  # the learner's code
             return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
+        graph = dataset_graph(dataset)
+        decoding, cached, files = decodes_in_graph(graph) if graph is not None else (0, 0, [])
+        written = [f for f in files if Path(f"{f}.index").exists()]  # before this check ran
         try:
             if int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
                 return not_yet(
@@ -105,7 +167,7 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
                     seen += 1
         except Exception as exc:  # the learner's code
             return not_yet(f"reading your pipeline raised {type(exc).__name__}: {exc}")
-        counted = int(jpegs.numpy()) + int(images.numpy())
+        counted = sum(int(count.numpy()) for count in counts)
     if seen != 2 * n_images:
         return not_yet(f"two epochs gave {seen} images, not {n_images} each: no repeat, no drop.")
     if epochs[0] == epochs[1]:
@@ -114,13 +176,22 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
             "is cached (augmentation before the cache), or its seeds repeat every epoch "
             "(Dataset.random needs rerandomize_each_iteration=True)."
         )
-    if counted == 0:
+    if counted == 0 and written:
         return not_yet(
-            "no JPEG was decoded in either epoch: the images came from somewhere already filled, "
-            "a cache file from an earlier run (cache(filename) keeps it; use cache() in memory, "
-            "or delete the file) or a dataset cached before: build the pipeline from `paths`."
+            "no JPEG was decoded in either epoch: the images came from a cache file from an "
+            "earlier run (cache(filename) keeps it; use cache() in memory, or delete the file)."
         )
-    if counted != n_images:
+    if counted == 0 and not decoding:
+        return not_yet(
+            "no JPEG was decoded in either epoch: the images came from somewhere already "
+            "filled, such as a dataset cached before: build the pipeline from `paths`."
+        )
+    if counted == 0 and cached < decoding:  # decodes the check could not count: read the graph
+        return not_yet(
+            "your pipeline decodes after the cache, so every epoch decodes again: cache right "
+            "after the decode."
+        )
+    if counted not in (0, n_images):
         return not_yet(
             f"{counted} JPEG decodes for {n_images} images over two epochs: cache right after the "
             "decode, so that only the first epoch decodes."
@@ -128,7 +199,10 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
     faults = pipeline_faults(dataset)
     if faults:
         return not_yet(faults[0])
+    decoded = (
+        f"{n_images} decodes" if counted else "decoding before the cache (read from the graph)"
+    )
     return correct(
-        f"{n_images} decodes for two epochs of {n_images} images, fresh augmentation in each, "
+        f"{decoded} for two epochs of {n_images} images, fresh augmentation in each, "
         "and parallel maps."
     )
