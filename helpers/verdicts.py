@@ -37,6 +37,13 @@ def ratio(table: Any, variant: str, baseline: str | None = None) -> tuple[float,
     )
 
 
+def quartile_ratios(base_q1: Any, base_q3: Any, q1: Any, q3: Any) -> tuple[Any, Any]:
+    """The low and high ends of a speed-up from two rows' quartiles of time (numbers or table
+    columns): the baseline's q1 over the variant's q3, and its q3 over the variant's q1. Where
+    they straddle 1x, the runs of the two overlap."""
+    return base_q1 / q3, base_q3 / q1
+
+
 def _div(a: float, b: float) -> float:
     if b > 0:
         return a / b

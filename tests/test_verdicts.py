@@ -26,6 +26,18 @@ def test_verdict_faster_slower_and_overlap():
         verdicts.verdict(_table(base=(1.0,), var=(1.0,)), variant="nope")
 
 
+def test_quartile_ratios_match_the_table_and_read_columns():
+    import pandas as pd
+
+    table = _table(base=[2.0, 2.2, 2.4, 2.6], fast=[1.0, 1.1, 1.2, 1.3])
+    base, fast = table.loc["base"], table.loc["fast"]
+    low, high = verdicts.quartile_ratios(base["q1_s"], base["q3_s"], fast["q1_s"], fast["q3_s"])
+    assert (low, high) == pytest.approx((fast["speedup_low"], fast["speedup_high"]))
+    assert low < high  # the slow end first
+    columns = verdicts.quartile_ratios(4.0, 6.0, pd.Series([1.0, 3.0]), pd.Series([2.0, 6.0]))
+    assert list(columns[0]) == [2.0, 4.0 / 6.0] and list(columns[1]) == [6.0, 2.0]
+
+
 def test_a_tiny_gain_is_no_clear_difference_even_when_the_quartiles_part():
     line = verdicts.verdict(_table(base=(1.01, 1.01, 1.01), var=(1.0, 1.0, 1.0)))
     assert "no clear difference" in line and "within 3% at the median" in line

@@ -121,7 +121,7 @@ def spread(table: Any) -> str:
 
 
 def _ratio(base: Timing, t: Timing) -> tuple[float, float, float]:
-    return base.median / t.median, base.q1 / t.q3, base.q3 / t.q1
+    return base.median / t.median, *verdicts.quartile_ratios(base.q1, base.q3, t.q1, t.q3)
 
 
 def stage_table(timings: dict[int, Timing], chosen: Sequence[int], skip: dict[int, str]) -> Any:

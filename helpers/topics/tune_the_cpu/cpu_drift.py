@@ -62,7 +62,7 @@ def _direction(base: Any, row: Any, r: float) -> str:
     ratios cross 1x (``verdicts.outcome``, as the sweep's own verdict line reads it)."""
     if "q1_ms" not in row.index or "q3_ms" not in row.index:
         return "faster at the median" if r > 1 else "slower at the median"
-    low, high = base["q1_ms"] / row["q3_ms"], base["q3_ms"] / row["q1_ms"]
+    low, high = verdicts.quartile_ratios(base["q1_ms"], base["q3_ms"], row["q1_ms"], row["q3_ms"])
     if verdicts.outcome(low, high, r) == "no clear difference":
         return f"{'faster' if r > 1 else 'slower'} at the median, no clear difference in its sweep"
     return "faster" if r > 1 else "slower"

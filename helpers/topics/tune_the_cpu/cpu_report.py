@@ -159,6 +159,7 @@ def sweep_summary(
             lines.append(f"{workload}: every setting failed")
             continue
         base = ok.iloc[0]
+        low, high = verdicts.quartile_ratios(base["q1_ms"], base["q3_ms"], ok["q1_ms"], ok["q3_ms"])
         rows = pd.DataFrame(
             {
                 "median_s": ok["median_ms"] / 1e3,
@@ -166,8 +167,8 @@ def sweep_summary(
                 "q3_s": ok["q3_ms"] / 1e3,
                 "repeats": ok["repeats"],
                 "speedup": base["median_ms"] / ok["median_ms"],
-                "speedup_low": base["q1_ms"] / ok["q3_ms"],
-                "speedup_high": base["q3_ms"] / ok["q1_ms"],
+                "speedup_low": low,
+                "speedup_high": high,
             }
         )
         rows.attrs["baseline"] = ok.index[0]

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from helpers.exercises import Feedback, correct, not_yet
-from helpers.verdicts import outcome
+from helpers.verdicts import outcome, quartile_ratios
 
 
 def _spelling(setting: Any) -> str:
@@ -57,7 +57,9 @@ def check_fastest(table: Any, workload: str, choice: str) -> Feedback:
         r
         for r in part.sort_values("median_ms").itertuples()
         if r.setting != mine.setting
-        and outcome(mine.q1_ms / r.q3_ms, mine.q3_ms / r.q1_ms, mine.median_ms / r.median_ms)
+        and outcome(
+            *quartile_ratios(mine.q1_ms, mine.q3_ms, r.q1_ms, r.q3_ms), mine.median_ms / r.median_ms
+        )
         == "faster"
     ]
     if beaten:
