@@ -20,7 +20,17 @@ SCALE_VAR = "WORKBOOK_SCALE"
 SCALES = ("small", "full")
 
 #: CPU features that decide which TensorFlow kernels and builds pay off.
-CPU_FEATURES = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile")
+CPU_FEATURES = (  # with ONEDNN_DEFAULT_FEATURES' VNNI and AMX flags: what decides the default
+    "avx",
+    "avx2",
+    "fma",
+    "avx_vnni",
+    "avx512f",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_bf16",
+)
 
 DEVICE_TYPES = ("CPU", "GPU")
 
