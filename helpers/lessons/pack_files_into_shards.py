@@ -82,6 +82,12 @@ def write_shard_safely(path, images, labels, encoding="raw", gzip=False):
         with open(tmp, "r+b") as written:  # opened for writing: Windows flushes only such a handle
             os.fsync(written.fileno())  # its bytes on disk before the rename, so a power cut cannot publish a short file
         os.replace(tmp, path)  # atomic within one file system
+        if os.name == "posix":  # the rename on disk too: sync the folder that holds it (Windows cannot open one)
+            folder = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
     finally:
         Path(tmp).unlink(missing_ok=True)  # the write failed: remove its partial file (after a success it was already moved)
 

@@ -143,6 +143,23 @@ def test_interrupted_conversion_leaves_no_partial_shard(tmp_path, data, monkeypa
     assert tfrecords.verify(tmp_path, *data, "train", progress=False)["shards"] == 3
 
 
+@pytest.mark.skipif(os.name != "posix", reason="a folder can be synced on POSIX only")
+def test_a_safe_write_syncs_the_shard_then_its_folder(tmp_path, data, monkeypatch):
+    import stat
+
+    real_fsync, synced = os.fsync, []
+
+    def recording(fd):
+        synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    lesson.write_shard_safely(tmp_path / "one.tfrecord", data[0][:4], data[1][:4])
+    # the bytes before the rename, then the rename itself: durable once the call returns
+    assert synced == ["file", "folder"]
+    assert [p.name for p in tmp_path.iterdir()] == ["one.tfrecord"]
+
+
 def test_a_rerun_removes_what_a_killed_run_left_half_written(tmp_path, data):
     """A kill can land while a shard or the manifest is being written: the rerun removes both
     temps."""
