@@ -253,7 +253,7 @@ def capstone_summary(table: Any) -> str:
     return f"{head}; " + (
         f"the biggest single step: {named}"
         if not tied
-        else f"the biggest single steps, inside each other's spread: {named}"
+        else f"the biggest single steps, their quartile ratios overlapping: {named}"
     )
 
 

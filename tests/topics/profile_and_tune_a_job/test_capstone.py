@@ -198,8 +198,9 @@ def test_stage_table_from_timings():
     ]  # q1-q3 images/s: 57-73 around 64
     assert [t.get_text() for t in ax.texts][1] == " skipped" and "(" in ax.texts[0].get_text()
     # Two steps of 2x: neither is named the winner alone; one inside the noise is no clear gain.
-    assert "the biggest single steps, inside each other's spread: " in capstone.capstone_summary(
-        table
+    assert (
+        "the biggest single steps, their quartile ratios overlapping: "
+        in capstone.capstone_summary(table)
     )
     noisy = {
         0: Timing(names[0], (3.0, 4.0, 5.0), items=256),
@@ -335,7 +336,7 @@ def test_steps_tied_with_the_biggest_are_named_largest_first():
     }  # gains 1.9, 2.0, 2.1
     timings = {i: Timing(names[i], (s * 0.85, s, s * 1.15), items=256) for i, s in seconds.items()}
     summary = capstone.capstone_summary(capstone.stage_table(timings, [0, 1, 2, 3], {}))
-    named = summary.split("inside each other's spread: ")[1]
+    named = summary.split("their quartile ratios overlapping: ")[1]
     assert [named.index(names[i]) for i in (3, 2, 1)] == sorted(
         named.index(names[i]) for i in (3, 2, 1)
     )  # 2.1x, then 2.0x, then 1.9x: not in stage order
