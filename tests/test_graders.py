@@ -510,7 +510,7 @@ def _pipeline_answers():
         ("file names shuffled, then the cache", files_shuffled, True, "fresh augmentation"),
         ("num_parallel_calls=1", one_thread, False, "1 map(s) on one thread"),
         ("decode bound beforehand", bound_decode, True, "decoding before the cache (read from"),
-        ("bound, after the cache", bound_decode_after_cache, False, "decodes after the cache"),
+        ("bound, after the cache", bound_decode_after_cache, False, "no cache holds"),
         ("decode_and_crop_jpeg", crop_while_decoding, True, "64 decodes"),
     ]
 
@@ -582,6 +582,43 @@ def test_reordered_grader_explains_a_cache_file_from_an_earlier_run(shards, tmp_
 
     judge(pipelines.check_reordered(bound_to_file, shards, 64), True, "read from the graph")
     judge(pipelines.check_reordered(bound_to_file, shards, 64), False, "cache file from an earlier")
+
+
+def test_reordered_grader_reads_the_graph_where_no_decode_was_counted(shards, monkeypatch):
+    import tensorflow as tf
+
+    from helpers.lessons.tune_input_pipeline import augment_random, decode_record
+    from helpers.topics.tune_input_pipeline import pipeline_check, pipelines
+
+    auto = tf.data.AUTOTUNE
+    decoded = tf.data.TFRecordDataset(shards).map(decode_record, num_parallel_calls=auto).cache()
+    for _ in decoded:  # an earlier cell read it: its cache is full, no decode left to count
+        pass
+
+    def reuses_a_filled_cache(paths, decode=None):  # the right order, but not built from paths
+        return decoded.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    judge(pipelines.check_reordered(reuses_a_filled_cache, shards, 64), False, "built and cached")
+
+    jpeg = tf.io.decode_jpeg  # bound beforehand: uncounted
+
+    def bound_without_cache(paths, decode=None):
+        def parse(raw):
+            parsed = tf.io.parse_single_example(
+                raw, {"image": tf.io.FixedLenFeature([], tf.string)}
+            )
+            return jpeg(parsed["image"], channels=3), 0
+
+        dataset = tf.data.TFRecordDataset(paths).map(parse, num_parallel_calls=auto)
+        return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
+
+    judge(pipelines.check_reordered(bound_without_cache, shards, 64), False, "no cache holds")
+
+    def unreadable(*args, **kwargs):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "a cache file name")
+
+    monkeypatch.setattr(pipeline_check, "decodes_in_graph", unreadable)  # feedback, not a raise
+    judge(pipelines.check_reordered(bound_without_cache, shards, 64), False, "cache file from")
 
 
 # --- 01: the graph of z = x @ w + b -------------------------------------------------------------

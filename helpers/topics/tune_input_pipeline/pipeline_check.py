@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -38,11 +39,13 @@ def dataset_graph(dataset: Any) -> Any:
     return graph
 
 
-def decodes_in_graph(graph: Any) -> tuple[int, int, list[str]]:
+def decodes_in_graph(graph: Any, traced_from: int = 0) -> tuple[int, int, list[str], int]:
     """From the graph: how many dataset nodes run a JPEG decode in their function (or in one it
-    calls), how many of those sit before a cache, and the files caches write to. Read
-    where the count of calls saw none: a decode function bound before the check ran (``from
-    tensorflow.io import decode_jpeg``) is called without passing through the counter."""
+    calls), how many of those sit before a cache, the files caches write to, and how many of
+    the decoding nodes were traced before ``traced_from`` (TensorFlow ends a traced function's
+    name with a number from ``ops.uid()``: one read before the answer ran tells a dataset built
+    earlier, whose cache may be full). Read where the count of calls saw none: a decode function
+    bound before the check ran (``jpeg = tf.io.decode_jpeg``) is called past the counter."""
     import tensorflow as tf
 
     functions = {f.signature.name: f for f in graph.library.function}
@@ -71,15 +74,21 @@ def decodes_in_graph(graph: Any) -> tuple[int, int, list[str]]:
                 upstream(source, found)
         return found
 
+    def traced(node: Any) -> int:  # the node's own function's number; unknown: not earlier
+        numbers = [int(m[1]) for name in called(node.attr) if (m := re.search(r"_(\d+)$", name))]
+        return min(numbers, default=traced_from)
+
     decoding = {n.name for n in graph.node if decodes(called(n.attr), set())}
+    earlier = sum(traced(nodes[name]) < traced_from for name in decoding)
     caches = [n for n in graph.node if n.op.startswith("CacheDataset")]
     before = set().union(*(upstream(c.name, set()) for c in caches)) if caches else set()
     files = []
     for cache in caches:  # CacheDataset(input, filename, ...): "" caches in memory
         filename = nodes.get(cache.input[1].split(":")[0]) if len(cache.input) > 1 else None
         if filename is not None and filename.op == "Const":
-            files.append(tf.make_ndarray(filename.attr["value"].tensor).item().decode())
-    return len(decoding), len(decoding & before), [f for f in files if f]
+            name = tf.make_ndarray(filename.attr["value"].tensor).item()
+            files.append(name.decode(errors="replace") if isinstance(name, bytes) else str(name))
+    return len(decoding), len(decoding & before), [f for f in files if f], earlier
 
 
 def pipeline_faults(dataset: Any) -> list[str]:
@@ -133,12 +142,14 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
     order) and maps in parallel."""
     import numpy as np
     import tensorflow as tf
+    from tensorflow.python.framework import ops  # uid(): the number TensorFlow gives a trace
 
     epochs: list[set[bytes]] = [set(), set()]
     seen = 0
     with ExitStack() as stack:
         counts = [stack.enter_context(counting_calls((tf.io, tf.image), n)) for n in DECODES]
         # The decode function is given only to an answer that takes one (the notebook's stub does).
+        traced_from = ops.uid()  # functions traced from here on are the answer's own
         try:
             takes = "decode" in inspect.signature(make).parameters
             dataset = (
@@ -147,8 +158,11 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
         except Exception as exc:  # the learner's code
             return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
         graph = dataset_graph(dataset)
-        decoding, cached, files = decodes_in_graph(graph) if graph is not None else (0, 0, [])
-        written = [f for f in files if Path(f"{f}.index").exists()]  # before this check ran
+        try:  # read where no decode is counted; a graph or file name it cannot read says nothing
+            decoding, cached, files, earlier = decodes_in_graph(graph, traced_from)
+            written = [f for f in files if Path(f"{f}.index").exists()]  # before this check ran
+        except Exception:
+            graph, decoding, cached, earlier, written = None, 0, 0, 0, []
         try:
             if int(dataset.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
                 return not_yet(
@@ -181,15 +195,17 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
             "no JPEG was decoded in either epoch: the images came from a cache file from an "
             "earlier run (cache(filename) keeps it; use cache() in memory, or delete the file)."
         )
-    if counted == 0 and not decoding:
+    if counted == 0 and (not decoding or earlier):
         return not_yet(
             "no JPEG was decoded in either epoch: the images came from somewhere already "
-            "filled, such as a dataset cached before: build the pipeline from `paths`."
+            "filled, such as a dataset built and cached before this check"
+            + (" or a cache file from an earlier run" if graph is None else "")
+            + ": build the pipeline from `paths` inside your function."
         )
     if counted == 0 and cached < decoding:  # decodes the check could not count: read the graph
         return not_yet(
-            "your pipeline decodes after the cache, so every epoch decodes again: cache right "
-            "after the decode."
+            "no cache holds your decoded images, so every epoch decodes again: add .cache() "
+            "right after the decode."
         )
     if counted not in (0, n_images):
         return not_yet(
