@@ -19,17 +19,8 @@ T = TypeVar("T")
 SCALE_VAR = "WORKBOOK_SCALE"
 SCALES = ("small", "full")
 
-#: CPU features that decide which TensorFlow kernels and builds pay off.
-CPU_FEATURES = (  # with ONEDNN_DEFAULT_FEATURES' VNNI and AMX flags: what decides the default
-    "avx",
-    "avx2",
-    "fma",
-    "avx_vnni",
-    "avx512f",
-    "avx512_vnni",
-    "avx512_bf16",
-    "amx_tile",
-    "amx_bf16",
+CPU_FEATURES = tuple(  #: CPU features that decide which kernels pay off, and oneDNN's default
+    "avx avx2 fma avx_vnni avx512f avx512_vnni avx512_bf16 amx_tile amx_bf16 amx_int8".split()
 )
 
 DEVICE_TYPES = ("CPU", "GPU")
@@ -66,24 +57,13 @@ def sized(full: T, small: T) -> T:
 
 
 def cpu_info(cpuinfo: str | None = None) -> dict[str, Any]:
-    """Read the CPU model, core counts and instruction-set flags (Linux ``/proc/cpuinfo``).
-
-    ``cpuinfo`` takes the file's text for tests; elsewhere (macOS, Windows) the flags are empty.
-    """
+    """The CPU model, core counts and instruction-set flags (``/proc/cpuinfo`` or the text)."""
     import psutil
 
-    if cpuinfo is None:
-        path = Path("/proc/cpuinfo")
-        cpuinfo = path.read_text(errors="replace") if path.exists() else ""
-    model = platform.processor() or platform.machine()
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() == "model name" and value.strip():
-            model = value.strip()
-            break
-    flags = cpu_flags(cpuinfo)
+    cpuinfo = _cpuinfo_text() if cpuinfo is None else cpuinfo
+    flags, model = cpu_flags(cpuinfo), _cpuinfo_field(cpuinfo, "model name")
     return {
-        "model": model,
+        "model": model or platform.processor() or platform.machine(),
         "physical_cores": psutil.cpu_count(logical=False) or 0,
         "logical_cores": psutil.cpu_count(logical=True) or 0,
         "features": {name: name in flags for name in CPU_FEATURES},
@@ -92,14 +72,22 @@ def cpu_info(cpuinfo: str | None = None) -> dict[str, Any]:
 
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     """The instruction-set flags of the first CPU in ``/proc/cpuinfo`` (or the text given)."""
-    if cpuinfo is None:
-        path = Path("/proc/cpuinfo")
-        cpuinfo = path.read_text(errors="replace") if path.exists() else ""
+    text = _cpuinfo_text() if cpuinfo is None else cpuinfo
+    return set(_cpuinfo_field(text, "flags", "features").split())
+
+
+def _cpuinfo_text() -> str:
+    path = Path("/proc/cpuinfo")  # Linux; elsewhere (macOS, Windows) no text and no flags
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _cpuinfo_field(cpuinfo: str, *keys: str) -> str:
+    """The first non-empty value of one of ``keys`` in ``/proc/cpuinfo``'s text, or ""."""
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
-        if key.strip().lower() in ("flags", "features"):
-            return set(value.split())
-    return set()
+        if key.strip().lower() in keys and value.strip():
+            return value.strip()
+    return ""
 
 
 def bf16_kernels(

@@ -48,7 +48,22 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    sync_folder(target.parent)  # the rename on disk too, not only the bytes
     return target
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync a folder, so that a rename in it survives a power cut (POSIX only: Windows cannot
+    open a folder; a file system that cannot sync one, such as some network mounts, is left)."""
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

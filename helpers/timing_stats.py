@@ -111,6 +111,7 @@ def comparison_table(timings: Mapping[str, Timing], baseline: str) -> Any:
     base = timings[baseline]
     rows = []
     for name, t in timings.items():
+        low, high = quartile_ratios(base.q1, base.q3, t.q1, t.q3)
         row = {
             "variant": name,
             "median_s": t.median,
@@ -120,8 +121,8 @@ def comparison_table(timings: Mapping[str, Timing], baseline: str) -> Any:
             "q3_s": t.q3,
             "repeats": t.count,
             "speedup": _ratio(base.median, t.median),
-            "speedup_low": _ratio(base.q1, t.q3),
-            "speedup_high": _ratio(base.q3, t.q1),
+            "speedup_low": low,
+            "speedup_high": high,
         }
         if t.items is not None:
             row["items_per_s"] = t.items / t.median
@@ -137,6 +138,15 @@ def _ratio(a: float, b: float) -> float:
     if b > 0:
         return a / b
     return math.nan if a == 0 else math.inf
+
+
+def quartile_ratios(base_q1: Any, base_q3: Any, q1: Any, q3: Any) -> tuple[Any, Any]:
+    """The low and high ends of a speed-up from two rows' quartiles of time (numbers, with
+    ``_ratio``'s inf where a quartile is 0, or table columns): the baseline's q1 over the
+    variant's q3, and its q3 over the variant's q1. Where they straddle 1x, the runs overlap."""
+    if all(isinstance(v, int | float) for v in (base_q1, base_q3, q1, q3)):
+        return _ratio(base_q1, q3), _ratio(base_q3, q1)
+    return base_q1 / q3, base_q3 / q1
 
 
 def span(text: Any) -> tuple[float, float] | tuple[None, None]:

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from helpers import checks, timing
+from helpers.timing_stats import _ratio, quartile_ratios  # the topics read verdicts.quartile_ratios
 
 EXPECTATIONS = ("faster", "slower", "no clear difference", "not faster", "not slower")
 
@@ -29,25 +30,13 @@ def ratio(table: Any, variant: str, baseline: str | None = None) -> tuple[float,
         row, runs = table.loc[variant], int(table.loc[[variant, baseline], "repeats"].min())
         return row["speedup"], row["speedup_low"], row["speedup_high"], runs
     base, var = table.loc[baseline], table.loc[variant]
+    low, high = quartile_ratios(base["q1_s"], base["q3_s"], var["q1_s"], var["q3_s"])
     return (
-        _div(base["median_s"], var["median_s"]),
-        _div(base["q1_s"], var["q3_s"]),
-        _div(base["q3_s"], var["q1_s"]),
+        _ratio(base["median_s"], var["median_s"]),
+        low,
+        high,
         int(min(base["repeats"], var["repeats"])),
     )
-
-
-def quartile_ratios(base_q1: Any, base_q3: Any, q1: Any, q3: Any) -> tuple[Any, Any]:
-    """The low and high ends of a speed-up from two rows' quartiles of time (numbers or table
-    columns): the baseline's q1 over the variant's q3, and its q3 over the variant's q1. Where
-    they straddle 1x, the runs of the two overlap."""
-    return base_q1 / q3, base_q3 / q1
-
-
-def _div(a: float, b: float) -> float:
-    if b > 0:
-        return a / b
-    return math.nan if a == 0 else math.inf
 
 
 #: Fewer runs than this in either row leave no spread to read (the quartiles of one run are the

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
 from helpers import fileio
@@ -27,6 +30,27 @@ def test_interrupted_write_keeps_old_content_and_no_temp(tmp_path, monkeypatch):
         fileio.atomic_write_text(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a folder can be synced on POSIX only")
+def test_atomic_write_syncs_the_file_then_its_folder(tmp_path, monkeypatch):
+    real_fsync, synced = os.fsync, []
+
+    def recording(fd):
+        synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    fileio.atomic_write_text(tmp_path / "manifest.json", "{}\n")
+    assert synced == ["file", "folder"]
+
+
+def test_a_folder_that_cannot_be_synced_is_left(tmp_path, monkeypatch):
+    def refuses(fd):
+        raise OSError(22, "Invalid argument")  # as some network file systems answer for a folder
+
+    monkeypatch.setattr(os, "fsync", refuses)
+    fileio.sync_folder(tmp_path)  # no exception
 
 
 def test_atomic_write_keeps_the_file_mode_not_mkstemps_private_one(tmp_path):

@@ -112,7 +112,7 @@ def convert(
         ):
             shards.append(Shard(**old))
             continue
-        # Notebook 06's write_shard_safely: a temporary name, then os.replace.
+        # Notebook 06's write_shard_safely: a temporary name, os.replace, the folder synced.
         lesson.write_shard_safely(path, images[start:stop], labels[start:stop], encoding, gzip)
         shards.append(Shard(name, stop - start, sha256_of(path), source))
         manifest[split] = {"options": options, "shards": [s.__dict__ for s in shards]}

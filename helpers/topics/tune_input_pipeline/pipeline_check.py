@@ -39,7 +39,7 @@ def dataset_graph(dataset: Any) -> Any:
     return graph
 
 
-def decodes_in_graph(graph: Any, traced_from: int = 0) -> tuple[int, int, list[str], int]:
+def _decodes_in_graph(graph: Any, traced_from: int = 0) -> tuple[int, int, list[str], int]:
     """From the graph: how many dataset nodes run a JPEG decode in their function (or in one it
     calls), how many of those sit before a cache, the files caches write to, and how many of
     the decoding nodes were traced before ``traced_from`` (TensorFlow ends a traced function's
@@ -159,7 +159,7 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
             return not_yet(f"calling your function raised {type(exc).__name__}: {exc}")
         graph = dataset_graph(dataset)
         try:  # read where no decode is counted; a graph or file name it cannot read says nothing
-            decoding, cached, files, earlier = decodes_in_graph(graph, traced_from)
+            decoding, cached, files, earlier = _decodes_in_graph(graph, traced_from)
             written = [f for f in files if Path(f"{f}.index").exists()]  # before this check ran
         except Exception:
             graph, decoding, cached, earlier, written = None, 0, 0, 0, []

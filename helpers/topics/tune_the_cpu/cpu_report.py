@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import checks, procs
+from helpers import checks, procs, verdicts
 
 #: Allocators that can replace glibc malloc through LD_PRELOAD: file names to look for.
 ALLOCATORS: dict[str, tuple[str, ...]] = {
@@ -148,8 +148,6 @@ def sweep_summary(
     ratio with its quartile ratios, or no clear difference. ``pairs``: more (setting, against)
     comparisons per workload (twice the cores against all); ``noun``: what lines call a setting."""
     import pandas as pd
-
-    from helpers import verdicts
 
     lines = []
     for workload, part in table.groupby("workload", sort=False):

@@ -159,6 +159,15 @@ def test_a_safe_write_syncs_the_shard_then_its_folder(tmp_path, data, monkeypatc
     assert synced == ["file", "folder"]
     assert [p.name for p in tmp_path.iterdir()] == ["one.tfrecord"]
 
+    def folder_refused(fd):  # some network file systems cannot sync a folder
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(22, "Invalid argument")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", folder_refused)
+    lesson.write_shard_safely(tmp_path / "two.tfrecord", data[0][:4], data[1][:4])  # no exception
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.tfrecord", "two.tfrecord"]
+
 
 def test_a_rerun_removes_what_a_killed_run_left_half_written(tmp_path, data):
     """A kill can land while a shard or the manifest is being written: the rerun removes both
