@@ -86,6 +86,8 @@ def write_shard_safely(path, images, labels, encoding="raw", gzip=False):
             folder = os.open(path.parent, os.O_RDONLY)
             try:
                 os.fsync(folder)
+            except OSError:  # some network file systems cannot sync a folder: the shard is complete anyway
+                pass
             finally:
                 os.close(folder)
     finally:
