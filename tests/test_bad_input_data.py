@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from helpers import fileio
 from helpers.datasets import cifar, cifar_download
-from helpers.topics.pack_files_into_shards import shard_reading, tfrecords
+from helpers.topics.pack_files_into_shards import shard_reading, tfrecords, tfrecords_manifest
 from tests import badinput
 from tests.badinput import bad_whole, not_a_flag, wrong_type
 
@@ -484,6 +484,20 @@ CASES: list[tuple[str, str, Any, Any]] = [
         "offset",
         no_none(bad_whole(0, 7)),
         lambda c, v: tfrecords.flip_bit(c.afile, v),
+    ),
+    (
+        "tfrecords_manifest.where_in_record",
+        "path",
+        st.one_of(not_a_path(), st.sampled_from(["missing", "dir"])),
+        lambda c, v: tfrecords_manifest.where_in_record(
+            {"missing": c.missing, "dir": c.root}.get(v, v) if isinstance(v, str) else v, 0
+        ),
+    ),
+    (
+        "tfrecords_manifest.where_in_record",
+        "offset",
+        no_none(bad_whole(0, 7)),
+        lambda c, v: tfrecords_manifest.where_in_record(c.afile, v),
     ),
     ("tfrecords.read_manifest", "out_dir", not_a_path(), lambda c, v: tfrecords.read_manifest(v)),
     # shard_reading

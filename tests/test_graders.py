@@ -488,6 +488,30 @@ def _pipeline_answers():
         dataset = tf.data.TFRecordDataset(paths).map(parse, num_parallel_calls=auto).cache()
         return dataset.map(augment_random, num_parallel_calls=auto).batch(64)
 
+    def crop_cached(paths, decode=decode_record):  # the crop before the cache, the flip after it
+        def crop(image, label):
+            return tf.image.random_crop(image, [56, 56, 3]), label
+
+        def flip(image, label):
+            return tf.cast(tf.image.random_flip_left_right(image), tf.float32) / 127.5 - 1.0, label
+
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=auto)
+        dataset = dataset.map(crop, num_parallel_calls=auto).cache()
+        return dataset.map(flip, num_parallel_calls=auto).batch(64)
+
+    def flip_cached(paths, decode=decode_record):  # the flip before the cache, the crop after it
+        def flip(image, label):
+            return tf.image.random_flip_left_right(image), label
+
+        def crop(image, label):
+            return tf.cast(
+                tf.image.random_crop(image, [56, 56, 3]), tf.float32
+            ) / 127.5 - 1.0, label
+
+        dataset = tf.data.TFRecordDataset(paths).map(decode, num_parallel_calls=auto)
+        dataset = dataset.map(flip, num_parallel_calls=auto).cache()
+        return dataset.map(crop, num_parallel_calls=auto).batch(64)
+
     return [
         ("stub", stub, False, "augmentation before the cache"),
         ("solution", solution, True, "fresh augmentation"),
@@ -503,21 +527,23 @@ def _pipeline_answers():
         ("raw bytes cached", raw_bytes_cached, False, "128 JPEG decodes"),
         ("raises", raises, False, "calling your function raised ValueError: not written yet"),
         ("tf.io.decode_image", decode_image, True, "fresh augmentation"),
-        ("maps not parallel", sequential, False, "2 map(s) on one thread"),
+        ("maps not parallel", sequential, False, "2 map(s) without parallel calls"),
         ("shuffle before the cache", shuffled_before_cache, False, "shuffle before the cache"),
         ("no batch", unbatched, False, "end the pipeline with .batch(64)"),
         ("stateless seeds replayed", seeds_repeat, False, "rerandomize_each_iteration=True"),
         ("file names shuffled, then the cache", files_shuffled, True, "fresh augmentation"),
-        ("num_parallel_calls=1", one_thread, False, "1 map(s) on one thread"),
+        ("num_parallel_calls=1", one_thread, False, "1 map(s) without parallel calls"),
         ("decode bound beforehand", bound_decode, True, "decoding before the cache (read from"),
         ("bound, after the cache", bound_decode_after_cache, False, "no cache holds"),
         ("decode_and_crop_jpeg", crop_while_decoding, True, "64 decodes"),
+        ("crop cached, flip after", crop_cached, False, "a random op runs before the cache"),
+        ("flip cached, crop after", flip_cached, False, "a random op runs before the cache"),
     ]
 
 
 @pytest.mark.parametrize(
     "row",
-    range(18),
+    range(20),
     ids=[
         "stub",
         "solution",
@@ -537,6 +563,8 @@ def _pipeline_answers():
         "bound-decode",
         "bound-after-cache",
         "decode-and-crop",
+        "crop-cached",
+        "flip-cached",
     ],
 )
 def test_reordered_grader(row, shards):
@@ -551,6 +579,27 @@ def test_reordered_grader(row, shards):
     assert tf.io.decode_jpeg is tf.image.decode_jpeg and "counted" not in tf.io.decode_jpeg.__name__
     assert "counted" not in tf.io.decode_image.__name__
     assert "counted" not in tf.io.decode_and_crop_jpeg.__name__
+
+
+def test_reordered_grader_counts_repeated_images_where_it_cannot_read_the_graph(
+    shards, monkeypatch
+):
+    """Without a graph to read, a cached crop still shows: about half of the second epoch's
+    images (those flipped the same way again) were in the first."""
+    from helpers.topics.tune_input_pipeline import pipeline_check, pipelines
+
+    monkeypatch.setattr(pipeline_check, "dataset_graph", lambda dataset: None)
+    answers = {row[0]: row for row in _pipeline_answers()}
+    judge(
+        pipelines.check_reordered(answers["crop cached, flip after"][1], list(shards), 64),
+        False,
+        "part of the augmentation is cached",
+    )
+    judge(
+        pipelines.check_reordered(answers["solution"][1], list(shards), 64),
+        True,
+        "fresh augmentation",
+    )
 
 
 def test_reordered_grader_explains_a_cache_file_from_an_earlier_run(shards, tmp_path):
@@ -2789,13 +2838,19 @@ def _contract_answers():
                 False,
                 "not all of features",
             ),
+            (
+                "swapped",
+                lambda b: tf.data.Dataset.from_tensor_slices((labels, features)).batch(b),
+                False,
+                "the pairs are (targets, inputs)",
+            ),
         ],
     )
 
 
 @pytest.mark.parametrize(
     "row",
-    range(21),
+    range(22),
     ids=[
         "stub",
         "solution",
@@ -2818,6 +2873,7 @@ def _contract_answers():
         "int32-labels",
         "empty",
         "features-as-targets",
+        "swapped",
     ],
 )
 def test_make_dataset_contract_grader(row):

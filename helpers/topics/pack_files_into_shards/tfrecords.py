@@ -200,6 +200,8 @@ def verify(
     return {"shards": total, "records": position}
 
 
+SIGNATURES = {"png": b"\x89PNG\r\n\x1a\n", "jpeg": b"\xff\xd8"}  # how each file starts
+LOSSY = " It holds JPEG bytes, which are lossy: write raw or PNG."
 SHARD_NAMES = (".tfr", ".gz")  # a name holding one of these is taken for a shard (.tfrecord too)
 
 
@@ -255,25 +257,21 @@ def check_two_gzip_shards(out_dir: Path, images: Any, labels: Any) -> Feedback:
             for record in tf.data.TFRecordDataset(str(path), compression_type="GZIP"):
                 parsed = tf.io.parse_single_example(record, lesson.PARSE_SPEC)
                 i = position + count
-                raw = int(tf.strings.length(parsed["image"])) == int(
-                    tf.reduce_prod(parsed["shape"])
-                )  # or PNG
-                image = lesson.decode_image(
-                    parsed["image"], parsed["shape"], "raw" if raw else "png"
-                ).numpy()
+                # PNG by its 8-byte signature (a PNG can be as long as the raw pixels), then raw
+                # by length (raw pixels can start like a JPEG), then JPEG's 2 bytes.
+                data = parsed["image"].numpy()
+                raw = len(data) == int(tf.reduce_prod(parsed["shape"]))
+                png, jpeg = (data.startswith(SIGNATURES[e]) for e in ("png", "jpeg"))
+                encoding = "png" if png else "raw" if raw or not jpeg else "jpeg"
+                image = lesson.decode_image(parsed["image"], parsed["shape"], encoding).numpy()
                 if (
                     i >= len(images)
                     or int(parsed["label"]) != int(labels[i])
                     or not np.array_equal(image, images[i])
                 ):
-                    jpeg = (
-                        " It holds JPEG bytes, which are lossy: write raw or PNG."
-                        if parsed["image"].numpy()[:2] == b"\xff\xd8"
-                        else ""
-                    )
                     return not_yet(
-                        f"{path.name}: record {count} is not image {i} of the split "
-                        f"with its label.{jpeg}"
+                        f"{path.name}: record {count} is not image {i} of the split with its "
+                        f"label.{LOSSY if encoding == 'jpeg' else ''}"
                     )
                 count += 1
         except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as exc:  # gone meanwhile

@@ -64,6 +64,43 @@ def flip_bit(path: Path, offset: int | None = None) -> int:
     return offset
 
 
+@checks.arguments(path=datafiles.existing_file)
+def where_in_record(path: Path, offset: int) -> str:
+    """Which record of an uncompressed TFRecord file holds byte ``offset``, in which part of its
+    framing (length: 8 bytes, the length's CRC: 4, data, the data's CRC: 4), and the offset a
+    failed read reports (TensorFlow's ``record_reader.cc`` checks the length and its CRC from the
+    record's start, the data and its CRC from 12 bytes after it). Reads the framing of the
+    records before it only, so it still answers after that byte was changed."""
+    path = Path(path)
+    checks.fits_memory(f"where_in_record on {path.name}", path.stat().st_size)
+    raw = path.read_bytes()
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < len(raw):
+        raise ValueError(f"offset must be a byte of {path.name} (0-{len(raw) - 1}), got {offset!r}")
+    if raw[:2] == b"\x1f\x8b":
+        raise ValueError(f"{path.name} is GZIP-compressed: its bytes are not the records' framing")
+    start, record = 0, 0
+    while start + 12 <= len(raw):
+        size = int.from_bytes(raw[start : start + 8], "little")
+        part = (
+            ("length", start)
+            if offset < start + 8
+            else ("length's CRC", start)
+            if offset < start + 12
+            else ("data", start + 12)
+            if offset < start + 12 + size
+            else ("data's CRC", start + 12)
+            if offset < start + 16 + size
+            else None
+        )
+        if part is not None:
+            return (
+                f"byte {offset - start:,} of record {record} (its {part[0]}; the record starts at "
+                f"{start:,}, and a read reports it corrupt at {part[1]:,})"
+            )
+        start, record = start + 16 + size, record + 1
+    raise ValueError(f"{path.name} is not an uncompressed TFRecord file up to byte {offset}")
+
+
 def _fingerprint(images: Any, labels: Any, options: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(options, sort_keys=True).encode())
     digest.update(images.tobytes())

@@ -39,6 +39,35 @@ def dataset_graph(dataset: Any) -> Any:
     return graph
 
 
+def _called(attrs: Any) -> list[str]:
+    """The functions a node's attributes name (a map's function, an interleave's, ...)."""
+    return [v.func.name for v in attrs.values() if v.func.name] + [
+        f.name for v in attrs.values() for f in v.list.func
+    ]
+
+
+def _runs(functions: dict[str, Any], names: list[str], match: Any, seen: set[str]) -> bool:
+    """Whether one of the functions ``names`` (or one they call) holds an op ``match`` accepts."""
+    for name in set(names) - seen:
+        seen.add(name)
+        body = functions.get(name)
+        if body is not None and any(
+            match(n.op) or _runs(functions, _called(n.attr), match, seen) for n in body.node_def
+        ):
+            return True
+    return False
+
+
+def _upstream(nodes: dict[str, Any], name: str, found: set[str]) -> set[str]:
+    """The dataset nodes a node reads from, directly or through others."""
+    for source in nodes[name].input:
+        source = source.split(":")[0].lstrip("^")
+        if source in nodes and source not in found:
+            found.add(source)
+            _upstream(nodes, source, found)
+    return found
+
+
 def _decodes_in_graph(graph: Any, traced_from: int = 0) -> tuple[int, int, list[str], int]:
     """From the graph: how many dataset nodes run a JPEG decode in their function (or in one it
     calls), how many of those sit before a cache, the files caches write to, and how many of
@@ -51,37 +80,18 @@ def _decodes_in_graph(graph: Any, traced_from: int = 0) -> tuple[int, int, list[
     functions = {f.signature.name: f for f in graph.library.function}
     nodes = {node.name: node for node in graph.node}
 
-    def called(attrs: Any) -> list[str]:
-        return [v.func.name for v in attrs.values() if v.func.name] + [
-            f.name for v in attrs.values() for f in v.list.func
-        ]
-
-    def decodes(names: list[str], seen: set[str]) -> bool:
-        for name in set(names) - seen:
-            seen.add(name)
-            body = functions.get(name)
-            if body is not None and any(
-                n.op in DECODE_OPS or decodes(called(n.attr), seen) for n in body.node_def
-            ):
-                return True
-        return False
-
-    def upstream(name: str, found: set[str]) -> set[str]:
-        for source in nodes[name].input:
-            source = source.split(":")[0].lstrip("^")
-            if source in nodes and source not in found:
-                found.add(source)
-                upstream(source, found)
-        return found
-
     def traced(node: Any) -> int:  # the node's own function's number; unknown: not earlier
-        numbers = [int(m[1]) for name in called(node.attr) if (m := re.search(r"_(\d+)$", name))]
+        numbers = [int(m[1]) for name in _called(node.attr) if (m := re.search(r"_(\d+)$", name))]
         return min(numbers, default=traced_from)
 
-    decoding = {n.name for n in graph.node if decodes(called(n.attr), set())}
+    decoding = {
+        n.name
+        for n in graph.node
+        if _runs(functions, _called(n.attr), DECODE_OPS.__contains__, set())
+    }
     earlier = sum(traced(nodes[name]) < traced_from for name in decoding)
     caches = [n for n in graph.node if n.op.startswith("CacheDataset")]
-    before = set().union(*(upstream(c.name, set()) for c in caches)) if caches else set()
+    before = set().union(*(_upstream(nodes, c.name, set()) for c in caches)) if caches else set()
     files = []
     for cache in caches:  # CacheDataset(input, filename, ...): "" caches in memory
         filename = nodes.get(cache.input[1].split(":")[0]) if len(cache.input) > 1 else None
@@ -91,16 +101,26 @@ def _decodes_in_graph(graph: Any, traced_from: int = 0) -> tuple[int, int, list[
     return len(decoding), len(decoding & before), [f for f in files if f], earlier
 
 
-def pipeline_faults(dataset: Any) -> list[str]:
-    """What the dataset's graph (as built, before tf.data's own rewrites) shows against the
-    exercise: a shuffle of records between the reader and the cache, or a map without parallel
-    calls. Empty where the graph cannot be read."""
+def pipeline_faults(dataset: Any, graph: Any = None) -> list[str]:
+    """What the dataset's graph (as built, before tf.data's own rewrites; ``graph`` where it was
+    read already) shows against the exercise: a random op before a cache, a shuffle of records
+    between the reader and the cache, or a map without parallel calls. Empty where the graph
+    cannot be read."""
     import tensorflow as tf
 
-    graph = dataset_graph(dataset)
+    graph = dataset_graph(dataset) if graph is None else graph
     if graph is None:
         return []
     nodes = {node.name: node for node in graph.node}
+    functions = {f.signature.name: f for f in graph.library.function}
+    caches = [n.name for n in graph.node if n.op.startswith("CacheDataset")]
+    before = set().union(*(_upstream(nodes, c, set()) for c in caches)) if caches else set()
+    random = [  # a random op in a function before a cache, or a Dataset.random stream
+        n
+        for n in before
+        if "Random" in nodes[n].op
+        or _runs(functions, _called(nodes[n].attr), lambda op: "Random" in op, set())
+    ]
 
     def shuffled_records(name: str) -> bool:  # walks up from a cache, stopping at the reader
         for source in nodes[name].input:
@@ -112,6 +132,11 @@ def pipeline_faults(dataset: Any) -> list[str]:
         return False
 
     faults = []
+    if random:
+        faults.append(
+            "a random op runs before the cache: the cache keeps its first draws and replays them "
+            "every epoch. Put every random op (crop, flip, seeds) after the cache."
+        )
     if any(n.op.startswith("CacheDataset") and shuffled_records(n.name) for n in graph.node):
         faults.append(
             "a shuffle before the cache: the cache keeps the first epoch's order and replays it. "
@@ -129,7 +154,7 @@ def pipeline_faults(dataset: Any) -> list[str]:
                     sequential.append(n)
     if sequential:
         faults.append(
-            f"{len(sequential)} map(s) on one thread: make the maps parallel, "
+            f"{len(sequential)} map(s) without parallel calls: make the maps parallel, "
             "map(..., num_parallel_calls=tf.data.AUTOTUNE)."
         )
     return faults
@@ -190,6 +215,13 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
             "is cached (augmentation before the cache), or its seeds repeat every epoch "
             "(Dataset.random needs rerandomize_each_iteration=True)."
         )
+    repeated = len(epochs[0] & epochs[1])  # a fresh crop and flip repeat about 1 in 162 images
+    if graph is None and n_images >= 64 and 4 * repeated > len(epochs[1]):  # no graph to read
+        return not_yet(
+            f"{repeated} of the second epoch's {len(epochs[1])} distinct images were in the first "
+            "as well: part of the augmentation is cached (a random op before the cache), or its "
+            "draws repeat. Put every random op after the cache."
+        )
     if counted == 0 and written:
         return not_yet(
             "no JPEG was decoded in either epoch: the images came from a cache file from an "
@@ -212,7 +244,7 @@ def check_reordered(make: Any, shards: Sequence[str], n_images: int) -> Feedback
             f"{counted} JPEG decodes for {n_images} images over two epochs: cache right after the "
             "decode, so that only the first epoch decodes."
         )
-    faults = pipeline_faults(dataset)
+    faults = pipeline_faults(dataset, graph)
     if faults:
         return not_yet(faults[0])
     decoded = (

@@ -34,7 +34,8 @@ def drift_reading(
         base = part.iloc[0]
         for name, row in part.iloc[1:].iterrows():
             r = base["median_ms"] / row["median_ms"]  # above 1: faster than the setting
-            if abs(r - 1) > verdicts.MIN_EFFECT and max(r, 1 / r) <= drift:
+            # compared as printed (two decimals): a 1.194x loss beside a 1.191x drift reads 1.19x
+            if abs(r - 1) > verdicts.MIN_EFFECT and round(max(r, 1 / r), 2) <= round(drift, 2):
                 leads.append(f"'{name}' {max(r, 1 / r):.2f}x {_direction(base, row, r)}")
     lines.append(
         f"The default setting's {workload} medians lie up to {drift:.2f}x apart across the "
@@ -45,8 +46,8 @@ def drift_reading(
             if leads
             else f"No {workload} lead or loss is as small as that drift. "
         )
-        + "Three medians are a small sample of the drift: rerun a sweep (section 7) before you "
-        "credit a larger gap"
+        + f"{len(same)} medians are a small sample of the drift: rerun a sweep (section 7) "
+        "before you credit a larger gap"
         + (
             "."
             if openmp_loaded

@@ -216,6 +216,7 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
             weights = [np.asarray(b[2]) for b in batches] if len(batches[0]) == 3 else []
             zero = int(sum(np.sum(w <= 0) for w in weights))  # sample weights, as fit reads them
             single = np.ndim(batches[0][0]) < np.ndim(features)
+            swapped = single and np.shape(batches[0][1])[1:] == np.shape(features)[1:]
         except Exception as exc:  # noqa: BLE001 - inputs of uneven shapes, text weights
             return not_yet(f"the batches are not (inputs, targets) arrays: {type(exc).__name__}")
         if zero:
@@ -227,6 +228,10 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
             return not_yet(
                 "the inputs are a dict: this exercise's model takes the features as one array, "
                 "the first element of each (inputs, targets) pair"
+            )
+        if swapped:
+            return not_yet(
+                "the pairs are (targets, inputs): return (inputs, targets), features first"
             )
         if single:
             return not_yet(
@@ -243,7 +248,8 @@ def check_make_dataset(fn: Any, features: Any, labels: Any) -> Any:
         if len(batches) > whole:
             return not_yet(
                 f"make_dataset({batch_size}) gave more than the {whole} batches of one pass: "
-                "hold each example once (no .repeat(): the trials repeat it themselves)"
+                "hold each example once (no .repeat(): the trials repeat a finite dataset "
+                "themselves, and this check reads one pass)"
             )
         try:
             inputs = np.concatenate([np.asarray(b[0]) for b in batches])

@@ -110,6 +110,49 @@ def test_flipped_byte_is_named_by_shard_and_record(tmp_path, data):
         tfrecords.flip_bit(tmp_path / "train-00000-of-00003.tfrecord", offset=10**9)
 
 
+def test_where_in_record_names_the_part_and_the_offset_a_read_reports(tmp_path, data):
+    """Notebook 06 flips the middle byte of a shard and reads it: TensorFlow's DataLossError names
+    the record's start for a bad length or length CRC, and 12 bytes after it for bad data or a
+    bad data CRC; where_in_record says which, and the reads below check it."""
+    import re
+
+    import tensorflow as tf
+
+    from helpers.topics.pack_files_into_shards.tfrecords_manifest import where_in_record
+
+    convert(data, tmp_path)
+    name = "train-00001-of-00003.tfrecord"
+    size = (tmp_path / name).stat().st_size // 40  # 40 records of one size
+    cases = {  # byte flipped: its part, and where the read reports it
+        5 * size: ("length", 5 * size),
+        5 * size + 9: ("length's CRC", 5 * size),
+        5 * size + 12: ("data", 5 * size + 12),
+        6 * size - 1: ("data's CRC", 5 * size + 12),
+    }
+    for offset, (part, reported) in cases.items():
+        copy = tmp_path / f"copy-{offset}.tfrecord"
+        copy.write_bytes((tmp_path / name).read_bytes())
+        tfrecords.flip_bit(copy, offset)
+        line = where_in_record(copy, offset)
+        assert line == (
+            f"byte {offset - 5 * size:,} of record 5 (its {part}; the record starts at "
+            f"{5 * size:,}, and a read reports it corrupt at {reported:,})"
+        )
+        with pytest.raises(tf.errors.DataLossError) as error:
+            for _ in tf.data.TFRecordDataset(str(copy)):
+                pass
+        assert re.search(r"corrupted record at (\d+)", str(error.value))[1] == str(reported)
+    for bad in (-1, 40 * size, 2.0, True, "3"):
+        with pytest.raises(ValueError, match="offset must be a byte"):
+            where_in_record(tmp_path / name, bad)
+    (tmp_path / "short").write_bytes(bytes(20))  # an empty record, then 4 bytes: no framing
+    with pytest.raises(ValueError, match="is not an uncompressed TFRecord file"):
+        where_in_record(tmp_path / "short", 17)
+    (tmp_path / "gz").write_bytes(b"\x1f\x8b" + bytes(30))
+    with pytest.raises(ValueError, match="GZIP-compressed"):
+        where_in_record(tmp_path / "gz", 3)
+
+
 def test_wrong_source_is_named(tmp_path, data):
     convert(data, tmp_path)
     images, labels = data
@@ -310,6 +353,14 @@ def test_disk_and_cold_summaries_read_the_numbers():
         in shard_reading.disk_summary([1_200.0], 2**28)
     )
     assert "faster than an NVMe SSD typically reads" in shard_reading.disk_summary([9_000.0], 2**28)
+    # 1,885 MB/s, once printed "in the range of an NVMe SSD" (2,000-7,000), with a slow read
+    probe = shard_reading.disk_summary([1_885.0, 1_219.0, 2_028.0, 1_900.0, 1_850.0], 2**28)
+    assert "just below the range of an NVMe SSD (2,000-7,000 MB/s)" in probe
+    assert "in the range" not in probe and "spread widely (65% to 108% of the median)" in probe
+    assert "spread widely" not in shard_reading.disk_summary([520.0, 540.0, 530.0], 2**28)
+    fast = shard_reading.disk_summary([580.0, 570.0, 900.0], 2**28)  # one read from a host cache
+    assert "just above the range of a SATA SSD (500-550 MB/s)" in fast
+    assert "spread widely (98% to 155% of the median)" in fast
 
     def table(files, png_shard, raw_shard):
         from helpers import timing
@@ -420,6 +471,62 @@ def test_png_records_are_another_correct_answer(tmp_path, data):
     out = tfrecords.fresh_dir(tmp_path / "png")
     solve(out, images, labels, encoding="png")  # valid GZIP shards; PNG is lossless
     assert tfrecords.check_two_gzip_shards(out, images, labels)
+
+
+def png_as_long_as_raw(shape):
+    """An image whose PNG is exactly as many bytes as its raw pixels: noise added to a flat image,
+    pixel by pixel, grows the PNG a few bytes at a time until it lands on that length."""
+    import tensorflow as tf
+
+    target = int(np.prod(shape))
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        image = np.zeros(shape, np.uint8)
+        order = rng.permutation(shape[0] * shape[1])
+        noise = rng.integers(0, 256, size=(len(order), shape[2]), dtype=np.uint8)
+        lo, hi = 0, len(order)
+        while lo < hi:  # the fewest noisy pixels whose PNG reaches the target length
+            mid = (lo + hi) // 2
+            trial = image.reshape(-1, shape[2]).copy()
+            trial[order[:mid]] = noise[:mid]
+            if len(tf.io.encode_png(trial.reshape(shape)).numpy()) < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        for k in range(max(lo - 8, 0), min(lo + 8, len(order)) + 1):
+            trial = image.reshape(-1, shape[2]).copy()
+            trial[order[:k]] = noise[:k]
+            if len(tf.io.encode_png(trial.reshape(shape)).numpy()) == target:
+                return trial.reshape(shape)
+    raise AssertionError(f"no PNG of exactly {target} bytes found")
+
+
+def test_a_png_as_long_as_the_raw_pixels_is_read_as_png(tmp_path, data):
+    """Raw or PNG is told by the PNG signature: a record whose PNG happens to be as long as the
+    image's raw bytes was once reshaped as raw pixels and failed a correct answer."""
+    import tensorflow as tf
+
+    images, labels = data
+    images = images.copy()
+    images[3] = png_as_long_as_raw(images.shape[1:])
+    assert len(tf.io.encode_png(images[3]).numpy()) == images[3].size
+    out = tfrecords.fresh_dir(tmp_path / "png")
+    solve(out, images, labels, encoding="png")
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert feedback, feedback
+
+
+def test_raw_pixels_that_start_like_a_jpeg_are_read_as_raw(tmp_path, data):
+    """A first pixel of (255, 216, ...) starts with JPEG's two signature bytes: by its length the
+    record is still raw, and a correct answer passes."""
+    images, labels = data
+    images = images.copy()
+    images[0, 0, 0, :2] = (255, 216)
+    assert images[0].tobytes().startswith(b"\xff\xd8")
+    out = tfrecords.fresh_dir(tmp_path / "raw")
+    solve(out, images, labels)
+    feedback = tfrecords.check_two_gzip_shards(out, images, labels)
+    assert feedback, feedback
 
 
 @pytest.mark.parametrize("n", [7, 120, 250])  # odd, the unit-test size, the validation split's size

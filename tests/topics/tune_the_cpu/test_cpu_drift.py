@@ -29,6 +29,15 @@ def test_leads_within_the_drift_are_named_and_larger_ones_are_not():
     assert cpu_drift.drift_reading(same, sweeps).endswith("credit a larger gap.")
 
 
+def test_a_loss_that_prints_as_the_drift_is_named():
+    """Notebook 10 once printed a drift of 1.19x and left out a 1.19x loss (7.02 against 5.88 ms,
+    1.194x, beside 6.81 against 5.72 ms, 1.191x): compared as printed, it is within the drift."""
+    same = {"section 3": 6.81, "section 4": 5.88, "section 5": 5.72}
+    text = cpu_drift.drift_reading(same, {"omp": _sweep(base=5.88, one=7.02)})
+    assert "lie up to 1.19x apart" in text and "'one' 1.19x slower at the median." in text
+    assert "3 medians are a small sample" in text
+
+
 def test_no_lead_within_the_drift_is_said_so():
     text = cpu_drift.drift_reading({"a": 5.0, "b": 5.05}, {"omp": _sweep(base=5.0, far=7.0)})
     assert "No conv_step lead or loss is as small as that drift." in text
