@@ -94,12 +94,47 @@ def rotated(items: Sequence[T], round_index: int) -> list[T]:
     return list(items[shift:]) + list(items[:shift])
 
 
+_SPENT: list[Any] = []  # iterators of passes read by read_pass inside a timed call
+_TIMED = [0]  # how many timed calls are running (nested ones included)
+
+
+def read_pass(dataset: Any) -> int:
+    """Read one pass over a ``tf.data`` dataset from a new iterator, as a ``for`` loop does, and
+    return the rows read (the leading dimension of each element's first tensor). Inside a timed
+    call (``time_once``, ``measure``, ``compare``) the spent iterator is kept until the clock has
+    stopped: deleting one can wait for tf.data's autotuning thread, up to its next scheduled
+    wake-up, a cost of ending an epoch that notebook 07 times on its own."""
+    if not hasattr(dataset, "__iter__") or isinstance(dataset, (str, bytes, Mapping)):
+        raise TypeError(f"dataset must be a tf.data.Dataset, got {type(dataset).__name__}")
+    rows, iterator = 0, iter(dataset)
+    for element in iterator:
+        leaves: list[Any] = []
+        _flatten(element, leaves)
+        shape = getattr(leaves[0], "shape", ()) if leaves else ()
+        rows += int(shape[0]) if len(shape) else 1
+    if _TIMED[0]:
+        _SPENT.append(iterator)
+    return rows
+
+
+def _clocked(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
+    """Seconds for one call of ``fn``, its result forced; the iterators read_pass kept during
+    the call are deleted after the clock stops, whether the call returned or raised."""
+    mark = len(_SPENT)
+    _TIMED[0] += 1
+    try:
+        start = time.perf_counter()
+        force(fn(*args, **kwargs))
+        return time.perf_counter() - start
+    finally:
+        _TIMED[0] -= 1
+        del _SPENT[mark:]
+
+
 def time_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
     """Seconds for one call, result forced: for first-call costs (tracing, compiling)."""
     _check_callable(getattr(fn, "__name__", "fn"), fn)
-    start = time.perf_counter()
-    force(fn(*args, **kwargs))
-    return time.perf_counter() - start
+    return _clocked(fn, *args, **kwargs)
 
 
 def measure(
@@ -118,12 +153,10 @@ def measure(
     _check_callable(name, fn)
     _check_counts(warmup, repeats, min_time, items, max_repeats)
     for _ in range(warmup):
-        force(fn(*args))
+        _clocked(fn, *args)
     seconds: list[float] = []
     while len(seconds) < repeats or (sum(seconds) < min_time and len(seconds) < max_repeats):
-        start = time.perf_counter()
-        force(fn(*args))
-        seconds.append(time.perf_counter() - start)
+        seconds.append(_clocked(fn, *args))
     return Timing(name, tuple(seconds), items)
 
 
@@ -171,7 +204,7 @@ def compare(
 
     for _ in range(warmup):
         for name in names:
-            force(variants[name](*args))
+            _clocked(variants[name], *args)
     seconds: dict[str, list[float]] = {name: [] for name in names}
     done = 0
     while done < repeats or (sum(map(sum, seconds.values())) < min_time and done < max_repeats):
@@ -179,9 +212,7 @@ def compare(
         for name in rotated(names, done):
             if before_each is not None:
                 before_each(name)
-            start = time.perf_counter()
-            force(variants[name](*args))
-            seconds[name].append(time.perf_counter() - start)
+            seconds[name].append(_clocked(variants[name], *args))
         done += 1
         if on_progress is not None:
             on_progress(done, max(repeats, done))

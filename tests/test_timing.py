@@ -202,6 +202,83 @@ def test_before_each_runs_before_every_timed_call_outside_the_clock(clock):
         timing.compare({"a": variant("a")}, before_each="drop the cache")
 
 
+class SlowToDelete:
+    """A dataset whose iterator, like a tf.data iterator waiting for its autotuning thread, takes
+    time to delete: its deletion advances the clock and is logged."""
+
+    def __init__(self, clock: FakeClock, elements: list, events: list) -> None:
+        self.clock, self.elements, self.events = clock, elements, events
+
+    def __iter__(self):
+        outer = self
+
+        class Iterator:
+            def __init__(self) -> None:
+                self.left = list(outer.elements)
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                if not self.left:
+                    raise StopIteration
+                outer.clock.now += 0.1
+                return self.left.pop(0)
+
+            def __del__(self) -> None:
+                outer.clock.now += 0.5
+                outer.events.append("deleted")
+
+        return Iterator()
+
+
+def test_read_pass_counts_rows_and_its_iterator_is_deleted_after_the_clock(clock):
+    np = pytest.importorskip("numpy")
+    events: list = []
+    batches = [(np.zeros((4, 2)), np.zeros(4)), (np.zeros((3, 2)), np.zeros(3))]
+    dataset = SlowToDelete(clock, batches, events)
+    table = timing.compare({"a": lambda: timing.read_pass(dataset)}, warmup=1, repeats=3)
+    assert table.loc["a", "median_s"] == pytest.approx(0.2)  # two elements read, no deletion
+    assert events == ["deleted"] * 4 and not timing._SPENT  # warm-up and three timed passes
+    assert timing.measure(lambda: timing.read_pass(dataset), repeats=2).median == pytest.approx(0.2)
+    assert timing.time_once(timing.read_pass, dataset) == pytest.approx(0.2)
+    assert not timing._SPENT
+    assert timing.read_pass(SlowToDelete(clock, [np.zeros((2, 5))], [])) == 2  # plain tensors
+    nested = [{"x": np.zeros(6)}, ({"x": np.zeros(1)},), {"a": (np.zeros(2), 1)}, {"f": {"x": 3.0}}]
+    assert timing.read_pass(SlowToDelete(clock, nested, [])) == 6 + 1 + 2 + 1
+    assert timing.read_pass(SlowToDelete(clock, [3.0, 4.0], [])) == 2  # scalars: one row each
+    for bad in (5, "dataset", {"a": 1}):
+        with pytest.raises(TypeError, match="dataset must be a tf.data.Dataset"):
+            timing.read_pass(bad)
+
+
+def test_read_pass_outside_a_timer_keeps_nothing_and_nested_timers_keep_their_own(clock):
+    np = pytest.importorskip("numpy")
+    events: list = []
+    timing.read_pass(SlowToDelete(clock, [np.zeros(2)], events))
+    assert events == ["deleted"] and not timing._SPENT  # no timer running: deleted at once
+    events.clear()
+    outer = SlowToDelete(clock, [np.zeros(2)], events)
+
+    def read_then_time_another():
+        timing.read_pass(outer)
+        timing.time_once(timing.read_pass, SlowToDelete(clock, [np.zeros(1)], events))
+        assert events == ["deleted"] and len(timing._SPENT) == 1  # the inner pass's only
+        return 0
+
+    # two reads and the inner pass's deletion (inside the outer call), not the outer pass's
+    assert timing.time_once(read_then_time_another) == pytest.approx(0.1 + 0.1 + 0.5)
+    assert events == ["deleted", "deleted"] and not timing._SPENT
+
+    def read_then_raise():
+        timing.read_pass(SlowToDelete(clock, [np.zeros(1)], events))
+        raise RuntimeError("the variant failed")
+
+    with pytest.raises(RuntimeError):
+        timing.time_once(read_then_raise)
+    assert len(events) == 3 and not timing._SPENT and timing._TIMED == [0]
+
+
 def test_compare_passes_the_same_args_to_every_variant(clock):
     seen = []
     data = object()

@@ -28,7 +28,7 @@ def recurrent_layers(units, steps, features):
 
 
 def block_lstm(x, cell):
-    """tf.raw_ops.BlockLSTMV2 (TF1's LSTMBlockFusedCell op) run with a Keras LSTMCell's weights."""
+    """tf.raw_ops.BlockLSTMV2 (the second version of TF1's LSTMBlockFusedCell op) run with a Keras LSTMCell's weights."""
     batch, steps = x.shape[0], x.shape[1]
     zeros, no_peephole = tf.zeros([batch, cell.units]), tf.zeros([cell.units])
     outputs = tf.raw_ops.BlockLSTMV2(

@@ -134,9 +134,15 @@ def read_shards(paths, batched_parse=True, gzip=False, encoding="raw", batch=256
     return records.map(parse_one, num_parallel_calls=tf.data.AUTOTUNE).batch(batch)
 
 
+from helpers import timing
+
+
 def count_images(dataset):
-    """Read a dataset of (image batch, label batch) to the end; return how many images it gave."""
-    return sum(int(image_batch.shape[0]) for image_batch, _ in dataset)
+    """Read a dataset of (image batch, label batch) to the end; return how many images it gave.
+    timing.read_pass reads it as a `for` loop would, and leaves the spent iterator for the timer
+    to delete after its clock stops: ending a pass can wait for tf.data's autotuning thread
+    (notebook 07 times that wait), which is not the reader's speed."""
+    return timing.read_pass(dataset)
 
 
 def reader_variants(inputs, images, labels, classes):
@@ -201,10 +207,9 @@ def shard_size_variants(layouts):
     variants = {}
     for layout, paths in layouts.items():
         for how, reads in (("one file at a time", None), ("num_parallel_reads=AUTOTUNE", tf.data.AUTOTUNE)):
-            variants[f"{layout}, {how}"] = lambda paths=paths, reads=reads: sum(
-                int(batch.shape[0]) for batch in read_records(paths, reads))
-        variants[f"{layout}, interleave of per-file batches"] = lambda paths=paths: sum(
-            int(batch.shape[0]) for batch in read_records_batched_per_file(paths))
+            variants[f"{layout}, {how}"] = lambda paths=paths, reads=reads: count_images(read_records(paths, reads))
+        variants[f"{layout}, interleave of per-file batches"] = lambda paths=paths: count_images(
+            read_records_batched_per_file(paths))
     return variants
 
 

@@ -7,6 +7,8 @@ notebook, then run ``make export``.
 from helpers import checks  # the argument checks the cells name above their defs
 
 
+import itertools
+
 import numpy as np
 import tensorflow as tf
 
@@ -67,7 +69,8 @@ def python_batches(paths, batch=64, seed=0):
 @checks.arguments(batch=checks.whole(1, 65_536))
 def generator_pipeline(paths, batch=64):
     signature = (tf.TensorSpec([None, CROP, CROP, 3], tf.float32), tf.TensorSpec([None], tf.int64))
-    return tf.data.Dataset.from_generator(lambda: python_batches(paths, batch), output_signature=signature)
+    passes = itertools.count()  # a new seed for each pass: fresh crops and flips every epoch
+    return tf.data.Dataset.from_generator(lambda: python_batches(paths, batch, seed=next(passes)), output_signature=signature)
 
 
 import keras

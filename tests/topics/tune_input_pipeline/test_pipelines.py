@@ -223,6 +223,14 @@ def test_read_epoch_and_cache_placements(shards):
         assert pipelines.read_epoch(dataset) == pipelines.read_epoch(dataset) == 96
 
 
+def test_the_python_generator_draws_new_crops_each_pass(shards):
+    """Each pass of the Python feed takes a new seed, as the tf.data pipelines' random ops draw
+    anew each epoch (it once replayed seed 0's crops and flips every pass)."""
+    dataset = lesson.generator_pipeline(shards)
+    first, second = (next(iter(dataset))[0].numpy() for _ in range(2))
+    assert first.shape == second.shape and not np.array_equal(first, second)
+
+
 def test_training_runs_force_their_work(shards):
     runs = lesson.training_runs(pipelines.build(shards, pipelines.Options(parallel=True)), 96)
     assert list(runs) == ["data only", "compute only", "end to end"]
