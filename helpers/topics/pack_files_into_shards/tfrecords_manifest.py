@@ -64,7 +64,7 @@ def flip_bit(path: Path, offset: int | None = None) -> int:
     return offset
 
 
-@checks.arguments(path=datafiles.existing_file)
+@checks.arguments(path=datafiles.existing_file, offset=checks.whole(0))
 def where_in_record(path: Path, offset: int) -> str:
     """Which record of an uncompressed TFRecord file holds byte ``offset``, in which part of its
     framing (length: 8 bytes, the length's CRC: 4, data, the data's CRC: 4), and the offset a
@@ -74,7 +74,7 @@ def where_in_record(path: Path, offset: int) -> str:
     path = Path(path)
     checks.fits_memory(f"where_in_record on {path.name}", path.stat().st_size)
     raw = path.read_bytes()
-    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < len(raw):
+    if offset >= len(raw):
         raise ValueError(f"offset must be a byte of {path.name} (0-{len(raw) - 1}), got {offset!r}")
     if raw[:2] == b"\x1f\x8b":
         raise ValueError(f"{path.name} is GZIP-compressed: its bytes are not the records' framing")

@@ -142,8 +142,10 @@ def test_where_in_record_names_the_part_and_the_offset_a_read_reports(tmp_path, 
             for _ in tf.data.TFRecordDataset(str(copy)):
                 pass
         assert re.search(r"corrupted record at (\d+)", str(error.value))[1] == str(reported)
-    for bad in (-1, 40 * size, 2.0, True, "3"):
-        with pytest.raises(ValueError, match="offset must be a byte"):
+    with pytest.raises(ValueError, match="offset must be a byte"):
+        where_in_record(tmp_path / name, 40 * size)
+    for bad in (-1, 2.0, True, "3"):  # the argument check: not a whole number from 0
+        with pytest.raises(ValueError, match="offset"):
             where_in_record(tmp_path / name, bad)
     (tmp_path / "short").write_bytes(bytes(20))  # an empty record, then 4 bytes: no framing
     with pytest.raises(ValueError, match="is not an uncompressed TFRecord file"):
