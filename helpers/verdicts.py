@@ -168,3 +168,34 @@ def slow_runs(table: Any, factor: float = 1.25) -> str:
         for name, t in timings.items()
     )
     return f"Runs more than {factor - 1:.0%} slower than their row's fastest: {counts}."
+
+
+def timeit_reading(timeit_result: Any, measured: Any) -> str:
+    """One line setting IPython's ``%timeit -o`` result beside ``timing.measure``'s of the same
+    call: %timeit's runs (each the mean of its loop) and their mean, measure's single calls,
+    and whether the mean falls inside measure's interquartile range, or which side of it."""
+    loops, runs = getattr(timeit_result, "loops", None), getattr(timeit_result, "all_runs", None)
+    if not isinstance(loops, int) or loops < 1 or not runs:
+        raise TypeError("timeit_result must be what %timeit -o returns (a TimeitResult)")
+    if not isinstance(measured, timing.Timing):
+        raise TypeError(
+            f"measured must be what timing.measure returns, got {type(measured).__name__}"
+        )
+    show = timing.format_seconds
+    per_call = [run / loops for run in runs]
+    mean = sum(per_call) / len(per_call)
+    head = (
+        f"%timeit: {len(per_call)} runs of {loops} calls, {show(min(per_call))} to "
+        f"{show(max(per_call))} a call (mean {show(mean)}); timing.measure: {measured.count} "
+        f"single calls, median {show(measured.median)} (IQR {show(measured.q1)} to "
+        f"{show(measured.q3)}). "
+    )
+    if measured.q1 <= mean <= measured.q3:
+        return head + "%timeit's mean lies inside measure's middle half: the two agree here."
+    side = "longer" if mean < measured.q1 else "less"
+    return head + (
+        f"More than three quarters of measure's single calls took {side} than %timeit's mean "
+        f"(its median is {measured.median / mean:.2f}x that mean): the two ran at different "
+        f"moments, and a single call shows a slow moment in full where a run of {loops} calls "
+        "averages it in; rerun both cells to see whether the gap stays."
+    )

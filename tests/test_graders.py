@@ -997,10 +997,14 @@ TOWERS_CHILD = textwrap.dedent("""
         for name, source in answers:
             space = {"tf": tf, "towers": towers, "batch": batch, "log": log}
             exec(source, space)
-            feedback = towers.check_towers(space["my_towers"], batch, log)
+            fn = space["my_towers"]
+            count = getattr(fn, "experimental_get_tracing_count", lambda: None)
+            traces = count()
+            feedback = towers.check_towers(fn, batch, log)
             unchanged = bool((batch.numpy() == kept).all())
             out.write(json.dumps({"name": name, "ok": bool(feedback), "message": feedback.message,
-                                  "batch unchanged": unchanged}) + "\\n")
+                                  "batch unchanged": unchanged,
+                                  "traces unchanged": count() == traces}) + "\\n")
 """)
 
 
@@ -1022,6 +1026,7 @@ def test_check_towers_grader_table(tmp_path):  # in a child: four logical CPUs
         assert row["message"].startswith("Correct: " if passes else "Not yet: "), (name, row)
         assert words in row["message"], (name, row["message"])
         assert row["batch unchanged"], name
+        assert row["traces unchanged"], name  # the check traces a copy, not the learner's function
 
 
 def test_towers_grader_refuses_a_log_that_is_not_one():

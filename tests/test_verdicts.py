@@ -167,3 +167,27 @@ def test_a_clear_lead_never_prints_an_end_of_1_00():
     assert "quartile ratios 1.001-" in line or "quartile ratios 1.002-" in line, line
     line = verdicts.verdict(_table(base=(1.0, 1.0, 1.2), var=(1.10165,) * 3))
     assert "slower" in line and "-1.00x" not in line and "1.00-" not in line, line
+
+
+def test_timeit_reading_sets_timeit_beside_measure():
+    from IPython.core.magics.execution import TimeitResult
+
+    from helpers.timing_stats import Timing
+
+    runs = [0.0592, 0.0600, 0.0610]  # 3 runs of 200 calls: 296, 300 and 305 us a call
+    timeit = TimeitResult(200, 3, min(runs) / 200, max(runs) / 200, runs, 0.0, 3)
+    slow = Timing("chain", (306e-6, 330e-6, 560e-6, 600e-6, 700e-6))
+    line = verdicts.timeit_reading(timeit, slow)
+    assert line.startswith("%timeit: 3 runs of 200 calls, 296.0 µs to 305.0 µs a call (mean ")
+    assert "timing.measure: 5 single calls, median 560.0 µs (IQR 330.0 µs to 600.0 µs)" in line
+    assert "three quarters of measure's single calls took longer than %timeit's mean" in line
+    assert "(its median is 1.86x that mean)" in line and "a run of 200 calls" in line
+    fast = Timing("chain", (100e-6, 150e-6, 200e-6, 250e-6, 290e-6))
+    assert "took less than %timeit's mean" in verdicts.timeit_reading(timeit, fast)
+    agree = Timing("chain", (280e-6, 290e-6, 300e-6, 310e-6, 320e-6))
+    assert verdicts.timeit_reading(timeit, agree).endswith("the two agree here.")
+    assert runs == [0.0592, 0.0600, 0.0610]  # its input unchanged
+    with pytest.raises(TypeError, match="what %timeit -o returns"):
+        verdicts.timeit_reading(runs, agree)
+    with pytest.raises(TypeError, match="what timing.measure returns"):
+        verdicts.timeit_reading(timeit, 0.0003)

@@ -89,8 +89,10 @@ def make_train_steps(train_step):
 @checks.arguments(batch=checks.whole(1, 65_536))
 def python_feed(paths, batch=64):
     """The naive job's input, epoch after epoch: Python parses, decodes, crops and flips every image."""
-    while True:
-        yield from python_batches(paths, batch)
+    epoch = 0
+    while True:  # a new seed each epoch: fresh crops and flips, as the tf.data stages draw
+        yield from python_batches(paths, batch, seed=epoch)
+        epoch += 1
 
 
 NAIVE = {"feed": "python", "parallel": False, "vectorized": False, "interleave": False, "cache": "none",

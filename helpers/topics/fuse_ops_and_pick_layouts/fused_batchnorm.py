@@ -11,6 +11,7 @@ call, and takes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,13 +125,42 @@ def grid_summary(grid: Any) -> str:
         "one kernel: no whole-tensor intermediates written, "
         "against a pass and a written tensor per separate op"
     )
-    return "\n".join(
+    lines = [
         f"{case}: "
         + verdicts.verdict(
             table, "fused", "unfused", *(("faster", why) if case.startswith("NHWC") else ())
         )
         for case, table in grid.attrs["tables"].items()
-    )
+    ]
+    return "\n".join(lines + _layout_lines(grid))
+
+
+def _layout_lines(grid: Any) -> list[str]:
+    """Per pass, each column's NCHW median over its NHWC one, and which moved more (at the
+    printed precision): where fusing pays differently in the two layouts, which side changed."""
+    lines = []
+    for step in dict.fromkeys(grid.index.get_level_values("pass")):
+        if ("NHWC", step) not in grid.index or ("NCHW", step) not in grid.index:
+            continue
+        ratio = {
+            column: round(
+                grid.loc[("NCHW", step), f"{column} ms"] / grid.loc[("NHWC", step), f"{column} ms"],
+                2,
+            )
+            for column in ("fused", "unfused")
+        }
+        moved = {column: abs(math.log(r)) if r > 0 else math.inf for column, r in ratio.items()}
+        if ratio["fused"] == ratio["unfused"]:
+            which = "both by the same factor"
+        else:
+            which = (
+                "the fused kernel's" if moved["fused"] > moved["unfused"] else "the separate ops'"
+            ) + " time moved more"
+        lines.append(
+            f"{step}, NCHW against NHWC: the fused kernel took {ratio['fused']:.2f}x the time, the "
+            f"separate ops {ratio['unfused']:.2f}x ({which}; medians of separate comparisons)."
+        )
+    return lines
 
 
 @checks.arguments(backward=checks.flag)

@@ -131,17 +131,30 @@ def run_stage(
 
 def spread_line(epoch_seconds: dict[str, list[list[float]]]) -> str:
     """One line: how far the epochs of one process spread (each run's longest epoch over its
-    shortest) against how far a stage's runs spread (its longest run over its shortest, each run
-    at its median epoch), the median of each over the stages and runs of ``epoch_seconds``."""
+    shortest) against how far a stage's processes spread (the same epoch of each run, longest
+    over shortest), the median of each, and which was wider at the printed precision. Both sides
+    compare single epochs, so neither is smoothed by a median."""
     import statistics
 
     within = [max(e) / min(e) for runs in epoch_seconds.values() for e in runs if len(e) > 1]
-    medians = [[statistics.median(e) for e in runs] for runs in epoch_seconds.values()]
-    between = [max(m) / min(m) for m in medians if len(m) > 1]
+    between = [
+        max(same) / min(same)
+        for runs in epoch_seconds.values()
+        if len(runs) > 1
+        for same in zip(*runs, strict=False)  # epoch k of every run (those all runs have)
+    ]
     if not within or not between:
         return "Too few epochs or runs per stage to set the two spreads side by side."
+    inside, across = round(statistics.median(within), 2), round(statistics.median(between), 2)
+    stages = sum(len(runs) > 1 for runs in epoch_seconds.values())
+    reading = (
+        "the processes differed more than one process's epochs did"
+        if across > inside
+        else "the processes differed no more than one process's epochs did"
+    )
     return (
         f"Spread within one process (longest epoch over shortest, median of {len(within)} runs): "
-        f"{statistics.median(within):.2f}x; between a stage's processes (longest run over "
-        f"shortest, median of {len(between)} stages): {statistics.median(between):.2f}x."
+        f"{inside:.2f}x; between a stage's processes (the same epoch of each run, longest over "
+        f"shortest, median of {len(between)} epochs in {stages} stages): {across:.2f}x: here "
+        f"{reading}."
     )

@@ -268,8 +268,8 @@ def gap_summary(ops: Any) -> str:
         f"{head}; eager ops ran for {eager_ms:.1f} ms of it ({eager_ms / gap_ms:.0%}), "
         f"{ops.index[0]} the most "
         f"({ops['total ms'].iloc[0]:.1f} ms in {ops['calls'].iloc[0]} calls); "
-        "the rest is the feed's own Python and "
-        f"NumPy work between those ops"
+        "the rest ran outside the eager ops the trace recorded: the feed's own Python and "
+        "NumPy work, and whatever else the trace left out (not attributed further here)"
     )
 
 

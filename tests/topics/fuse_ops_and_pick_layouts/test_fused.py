@@ -197,10 +197,34 @@ def test_batchnorm_grid_has_every_case():
         "NHWC forward + backward",
         "NCHW forward",
         "NCHW forward + backward",
+        "forward, NCHW against NHWC",
+        "forward + backward, NCHW against NHWC",
     ]
     assert all("Expected here" in line for line in lines[:2]) and not any(
         "Expected" in line for line in lines[2:]
     )
+
+
+def test_grid_layout_lines_say_which_column_moved():
+    import pandas as pd
+
+    from helpers.topics.fuse_ops_and_pick_layouts import fused_batchnorm
+
+    def grid(nchw_fused, nchw_unfused):
+        rows = [("NHWC", "forward", 6.41, 12.48), ("NCHW", "forward", nchw_fused, nchw_unfused)]
+        frame = pd.DataFrame(rows, columns=["format", "pass", "fused ms", "unfused ms"])
+        return frame.set_index(["format", "pass"])
+
+    (line,) = fused_batchnorm._layout_lines(grid(12.25, 11.86))  # notebook 08's saved grid
+    assert line == (
+        "forward, NCHW against NHWC: the fused kernel took 1.91x the time, the separate ops 0.95x "
+        "(the fused kernel's time moved more; medians of separate comparisons)."
+    )
+    (line,) = fused_batchnorm._layout_lines(grid(6.6, 24.0))
+    assert "1.03x the time, the separate ops 1.92x (the separate ops' time moved more" in line
+    (line,) = fused_batchnorm._layout_lines(grid(12.82, 24.96))
+    assert "(both by the same factor;" in line
+    assert fused_batchnorm._layout_lines(grid(1.0, 1.0).drop(("NCHW", "forward"))) == []
 
 
 def test_remapper_variants_run_the_fused_and_the_separate_graph():

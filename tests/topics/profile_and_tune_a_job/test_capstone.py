@@ -278,10 +278,18 @@ def test_spread_sets_epochs_beside_runs():
     line = capstone.spread_line(
         {"a": [[1.0, 1.1, 1.0], [2.0, 2.0, 2.2]], "b": [[1.0, 1.0, 1.05], [1.5, 1.5, 1.5]]}
     )
-    # within: 1.1, 1.1, 1.05, 1.0 -> median 1.075; between: 2.0/1.0 and 1.5/1.0 -> median 1.75
+    # within: 1.1, 1.1, 1.05, 1.0 -> median 1.075; between, epoch by epoch: 2.0, 2.0/1.1, 2.2,
+    # 1.5, 1.5, 1.5/1.05 -> median (1.5 + 1.818) / 2 = 1.66: single epochs on both sides
     assert line == (
         "Spread within one process (longest epoch over shortest, median of 4 runs): 1.08x; "
-        "between a stage's processes (longest run over shortest, median of 2 stages): 1.75x."
+        "between a stage's processes (the same epoch of each run, longest over shortest, median "
+        "of 6 epochs in 2 stages): 1.66x: here the processes differed more than one process's "
+        "epochs did."
+    )
+    # A stage whose runs agree epoch by epoch while each run's epochs vary: no wider between.
+    same = capstone.spread_line({"a": [[1.0, 1.2, 1.1], [1.0, 1.2, 1.1]]})
+    assert same.endswith(
+        "1.00x: here the processes differed no more than one process's epochs did."
     )
     assert capstone.spread_line({"a": [[1.0]]}).startswith("Too few epochs or runs")
 
