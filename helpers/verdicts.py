@@ -192,10 +192,16 @@ def timeit_reading(timeit_result: Any, measured: Any) -> str:
     )
     if measured.q1 <= mean <= measured.q3:
         return head + "%timeit's mean lies inside measure's middle half: the two agree here."
-    side = "longer" if mean < measured.q1 else "less"
+    longer = mean < measured.q1
+    count = sum((t > mean) if longer else (t < mean) for t in measured.seconds)
+    why = (
+        "each single call carries the clock's and the forcing's own cost and shows a slow moment "
+        f"in full, where a run of {loops} calls spreads both"
+        if longer
+        else "a mean carries its slow runs in full, where a median leaves the slowest calls aside"
+    )
     return head + (
-        f"More than three quarters of measure's single calls took {side} than %timeit's mean "
-        f"(its median is {measured.median / mean:.2f}x that mean): the two ran at different "
-        f"moments, and a single call shows a slow moment in full where a run of {loops} calls "
-        "averages it in; rerun both cells to see whether the gap stays."
+        f"{count} of measure's {measured.count} single calls took {'longer' if longer else 'less'} "
+        f"than %timeit's mean (its median is {measured.median / mean:.2f}x that mean): {why}, and "
+        "the two ran at different moments; rerun both cells to see whether the gap stays."
     )

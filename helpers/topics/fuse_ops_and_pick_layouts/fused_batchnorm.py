@@ -149,13 +149,16 @@ def _layout_lines(grid: Any) -> list[str]:
             )
             for column in ("fused", "unfused")
         }
-        moved = {column: abs(math.log(r)) if r > 0 else math.inf for column, r in ratio.items()}
-        if ratio["fused"] == ratio["unfused"]:
-            which = "both by the same factor"
+        if not all(math.isfinite(r) and r > 0 for r in ratio.values()):
+            continue  # a case that did not run, or a median that rounds to 0 ms
+        moved = {column: abs(math.log(r)) for column, r in ratio.items()}
+        if abs(moved["fused"] - moved["unfused"]) < math.log(1.05):
+            which = "neither moved clearly more: their factors are within 5% of each other"
         else:
-            which = (
+            mover = (
                 "the fused kernel's" if moved["fused"] > moved["unfused"] else "the separate ops'"
-            ) + " time moved more"
+            )
+            which = f"{mover} time moved more"
         lines.append(
             f"{step}, NCHW against NHWC: the fused kernel took {ratio['fused']:.2f}x the time, the "
             f"separate ops {ratio['unfused']:.2f}x ({which}; medians of separate comparisons)."

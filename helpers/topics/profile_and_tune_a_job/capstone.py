@@ -61,9 +61,10 @@ def run_stages(
 ) -> Any:
     """Each stage (all by default) in its own fresh process running ``CAPSTONE_CHILD``, on the
     same ``n_images`` images, ``rounds`` times in rotation. A run is one process, read at its
-    median epoch: epochs of one process share its memory layout and thread placement and differ
-    less than two processes do, so the spread and the verdicts count processes, not epochs (the
-    epochs stay in ``attrs["epoch_seconds"]``). Per stage: images/s at the median run with its
+    median epoch: epochs of one process share its memory layout and thread placement and are
+    expected to differ less than two processes do (``spread`` sets the two side by side), so the
+    spread and the verdicts count processes, not epochs (the epochs stay in
+    ``attrs["epoch_seconds"]``). Per stage: images/s at the median run with its
     IQR, the gain over the stage before and over the naive job (``skipped`` stages: no run)."""
     chosen = list(range(len(names()))) if stages is None else list(stages)
     if not chosen or any(not isinstance(i, int) or not 0 <= i < len(names()) for i in chosen):

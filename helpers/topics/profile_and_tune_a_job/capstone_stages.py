@@ -132,29 +132,40 @@ def run_stage(
 def spread_line(epoch_seconds: dict[str, list[list[float]]]) -> str:
     """One line: how far the epochs of one process spread (each run's longest epoch over its
     shortest) against how far a stage's processes spread (the same epoch of each run, longest
-    over shortest), the median of each, and which was wider at the printed precision. Both sides
-    compare single epochs, so neither is smoothed by a median."""
+    over shortest), the median of each; and, where each side's longest-over-shortest is taken
+    over the same number of epochs (the widest of more values tends to be wider), which was
+    wider at the printed precision. Both sides compare single epochs, so neither is smoothed by
+    a median. Runs with an epoch that is not a positive number are left out."""
+    import math
     import statistics
 
-    within = [max(e) / min(e) for runs in epoch_seconds.values() for e in runs if len(e) > 1]
+    stages = {
+        stage: [e for e in runs if e and all(math.isfinite(t) and t > 0 for t in e)]
+        for stage, runs in epoch_seconds.items()
+    }
+    within = [max(e) / min(e) for runs in stages.values() for e in runs if len(e) > 1]
     between = [
         max(same) / min(same)
-        for runs in epoch_seconds.values()
+        for runs in stages.values()
         if len(runs) > 1
         for same in zip(*runs, strict=False)  # epoch k of every run (those all runs have)
     ]
     if not within or not between:
         return "Too few epochs or runs per stage to set the two spreads side by side."
     inside, across = round(statistics.median(within), 2), round(statistics.median(between), 2)
-    stages = sum(len(runs) > 1 for runs in epoch_seconds.values())
-    reading = (
-        "the processes differed more than one process's epochs did"
-        if across > inside
-        else "the processes differed no more than one process's epochs did"
-    )
-    return (
+    epochs = {len(e) for runs in stages.values() for e in runs if len(e) > 1}
+    runs = {len(r) for r in stages.values() if len(r) > 1}
+    n_stages = sum(len(r) > 1 for r in stages.values())
+    line = (
         f"Spread within one process (longest epoch over shortest, median of {len(within)} runs): "
         f"{inside:.2f}x; between a stage's processes (the same epoch of each run, longest over "
-        f"shortest, median of {len(between)} epochs in {stages} stages): {across:.2f}x: here "
-        f"{reading}."
+        f"shortest, median of {len(between)} epochs in {n_stages} stages): {across:.2f}x"
     )
+    if epochs != runs or len(epochs) != 1:
+        return line + (
+            f" (each side over a different number of epochs, {'/'.join(map(str, sorted(epochs)))}"
+            f" in a run against {'/'.join(map(str, sorted(runs)))} runs a stage: not set against "
+            "each other, since the widest of more values tends to be wider)."
+        )
+    wider = "more than" if across > inside else "no more than"
+    return line + f": here the processes differed {wider} one process's epochs did."

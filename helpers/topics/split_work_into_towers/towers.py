@@ -33,7 +33,9 @@ def check_towers(fn: Any, batch: Any, log: Any) -> Feedback:
     feedback = _judge_run(result, table, batch)
     if not feedback:
         return feedback
-    graph = _judge_graph(call, batch)  # the copy: the learner's function is not traced here
+    # The copy's graph: the learner's function is not traced here. A Feedback that is "not yet"
+    # is falsy: test for None.
+    graph = _judge_graph(call, batch)
     return feedback if graph is None else graph
 
 

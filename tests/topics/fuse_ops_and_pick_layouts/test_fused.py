@@ -222,8 +222,11 @@ def test_grid_layout_lines_say_which_column_moved():
     )
     (line,) = fused_batchnorm._layout_lines(grid(6.6, 24.0))
     assert "1.03x the time, the separate ops 1.92x (the separate ops' time moved more" in line
-    (line,) = fused_batchnorm._layout_lines(grid(12.82, 24.96))
-    assert "(both by the same factor;" in line
+    (line,) = fused_batchnorm._layout_lines(grid(12.82, 24.96))  # 2.00x and 2.00x
+    assert "(neither moved clearly more: their factors are within 5% of each other;" in line
+    (line,) = fused_batchnorm._layout_lines(grid(5.13, 15.6))  # 0.80x and 1.25x: as far apart
+    assert "neither moved clearly more" in line
+    assert fused_batchnorm._layout_lines(grid(float("nan"), 11.86)) == []  # did not run
     assert fused_batchnorm._layout_lines(grid(1.0, 1.0).drop(("NCHW", "forward"))) == []
 
 

@@ -283,14 +283,25 @@ def test_spread_sets_epochs_beside_runs():
     assert line == (
         "Spread within one process (longest epoch over shortest, median of 4 runs): 1.08x; "
         "between a stage's processes (the same epoch of each run, longest over shortest, median "
-        "of 6 epochs in 2 stages): 1.66x: here the processes differed more than one process's "
-        "epochs did."
+        "of 6 epochs in 2 stages): 1.66x (each side over a different number of epochs, 3 in a "
+        "run against 2 runs a stage: not set against each other, since the widest of more values "
+        "tends to be wider)."
     )
-    # A stage whose runs agree epoch by epoch while each run's epochs vary: no wider between.
-    same = capstone.spread_line({"a": [[1.0, 1.2, 1.1], [1.0, 1.2, 1.1]]})
+    # Three epochs a run, three runs a stage: each side the widest of three values.
+    same = capstone.spread_line({"a": [[1.0, 1.2, 1.1], [1.0, 1.2, 1.1], [1.0, 1.2, 1.1]]})
     assert same.endswith(
         "1.00x: here the processes differed no more than one process's epochs did."
     )
+    # Two epochs a run against three runs: the widest of three tends to be wider; no verdict.
+    uneven = capstone.spread_line({"a": [[1.0, 1.1], [1.3, 1.2], [1.0, 1.0]]})
+    assert uneven.endswith(
+        "(each side over a different number of epochs, 2 in a run against 3 runs a stage: not "
+        "set against each other, since the widest of more values tends to be wider)."
+    )
+    # A run with a zero or NaN epoch is left out, not divided by.
+    kept = capstone.spread_line({"a": [[1.0, 1.1, 1.0], [0.0, 1.0, 1.0], [2.0, 2.0, 2.2]]})
+    assert "median of 2 runs" in kept and "6 epochs" not in kept
+    assert capstone.spread_line({"a": [[1.0, float("nan")], [1.0, 1.0]]}).startswith("Too few")
     assert capstone.spread_line({"a": [[1.0]]}).startswith("Too few epochs or runs")
 
 
