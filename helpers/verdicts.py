@@ -205,3 +205,34 @@ def timeit_reading(timeit_result: Any, measured: Any) -> str:
         f"than %timeit's mean (its median is {measured.median / mean:.2f}x that mean): {why}, and "
         "the two ran at different moments; rerun both cells to see whether the gap stays."
     )
+
+
+def drift_reading(before: Any, now: Any, what: str, where: tuple[str, str]) -> str:
+    """One line on the same timing taken in two cells (``before`` and ``now``: rows of
+    ``timing.compare`` tables, with ``median_s``, ``q1_s`` and ``q3_s``): how far apart their
+    medians are, set beside each row's own quartile range relative to its median, compared as
+    printed (whole percents)."""
+    for name, row in (("before", before), ("now", now)):
+        try:
+            median, q1, q3 = (float(row[k]) for k in ("median_s", "q1_s", "q3_s"))
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{name} must be a row of a timing.compare table") from None
+        if not (math.isfinite(median) and median > 0 and q1 <= median <= q3):
+            raise ValueError(f"{name} must be a row of a timing.compare table")
+    gap = round(abs(now["median_s"] / before["median_s"] - 1), 2)
+    narrow, wide = sorted(round((r["q3_s"] - r["q1_s"]) / r["median_s"], 2) for r in (before, now))
+    head = (
+        f"{what} took {timing.format_seconds(now['median_s'])} {where[1]} and "
+        f"{timing.format_seconds(before['median_s'])} {where[0]}, {gap:.0%} apart: "
+    )
+    if gap > wide:
+        return head + (
+            f"more than either cell's own quartile range ({narrow:.0%} and {wide:.0%}), so two "
+            "cells can drift apart by more than a table's quartiles show"
+        )
+    if gap > narrow:
+        return head + (
+            f"more than the narrower cell's quartile range ({narrow:.0%}), within the wider's "
+            f"({wide:.0%})"
+        )
+    return head + f"within both cells' quartile ranges ({narrow:.0%} and {wide:.0%})"

@@ -192,3 +192,29 @@ def test_timeit_reading_sets_timeit_beside_measure():
         verdicts.timeit_reading(runs, agree)
     with pytest.raises(TypeError, match="what timing.measure returns"):
         verdicts.timeit_reading(timeit, 0.0003)
+
+
+def test_drift_reading_sets_the_gap_beside_both_quartile_ranges():
+    import pandas as pd
+
+    def row(median, q1, q3):
+        return pd.Series({"median_s": median, "q1_s": q1, "q3_s": q3})
+
+    where = ("in section 2", "here")
+    # Notebook 12's earlier saved case: 11% apart, ranges of 4% and 12%.
+    line = verdicts.drift_reading(row(5.16, 4.96, 5.17), row(4.61, 4.46, 5.01), "float32", where)
+    assert line == (
+        "float32 took 4.61 s here and 5.16 s in section 2, 11% apart: more than the narrower "
+        "cell's quartile range (4%), within the wider's (12%)"
+    )
+    line = verdicts.drift_reading(row(1.0, 0.95, 1.05), row(1.3, 1.25, 1.35), "x", where)
+    assert "30% apart: more than either cell's own quartile range (8% and 10%)" in line
+    line = verdicts.drift_reading(row(1.0, 0.9, 1.1), row(1.05, 0.95, 1.15), "x", where)
+    assert line.endswith("5% apart: within both cells' quartile ranges (19% and 20%)")
+    before = row(1.0, 0.9, 1.1)
+    verdicts.drift_reading(before, row(2.0, 1.9, 2.1), "x", where)
+    assert before.to_dict() == {"median_s": 1.0, "q1_s": 0.9, "q3_s": 1.1}  # input unchanged
+    with pytest.raises(ValueError, match="before must be a row of a timing.compare table"):
+        verdicts.drift_reading({"median_s": 1.0}, before, "x", where)
+    with pytest.raises(ValueError, match="now must be a row"):
+        verdicts.drift_reading(before, row(0.0, 0.0, 0.0), "x", where)
